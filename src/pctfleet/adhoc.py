@@ -1,0 +1,122 @@
+"""`pctfleet exec`: one command in many containers, in parallel."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from . import exitcodes
+from .transport.base import Stdin, Target, TransportError
+
+
+@dataclass
+class ExecOutcome:
+    container: str
+    status: str  # ok, failed, unreachable, ct-missing, ct-stopped, timeout
+    exit_code: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    duration: float = 0.0
+    reason: str = ""
+    message: str = ""
+
+    def as_json(self) -> dict:
+        data = {
+            "container": self.container,
+            "node": self.container.split("/")[0],
+            "ctid": int(self.container.split("/")[1]),
+            "status": self.status,
+            "reason": self.reason or self.status,
+            "exit_code": self.exit_code,
+            "duration": round(self.duration, 3),
+            "message": self.message,
+        }
+        for name in ("stdout", "stderr"):
+            raw = getattr(self, name)
+            try:
+                data[name] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                import base64
+
+                data[name] = raw.decode("utf-8", errors="replace")
+                data[f"{name}_base64"] = base64.b64encode(raw).decode()
+        return data
+
+
+class LinePrefixer:
+    """A sink that writes whole lines to a shared stream, each prefixed with a label."""
+
+    def __init__(self, label: str, stream: BinaryIO, lock: threading.Lock) -> None:
+        self.prefix = f"{label} | ".encode()
+        self.stream = stream
+        self.lock = lock
+        self.partial = b""
+
+    def write(self, data: bytes) -> int:
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        if lines:
+            with self.lock:
+                self.stream.write(b"".join(self.prefix + line + b"\n" for line in lines))
+                self.stream.flush()
+        return len(data)
+
+    def close(self) -> None:
+        if self.partial:
+            self.write(b"\n")
+
+
+@dataclass
+class OutputPlan:
+    """Where each container's output goes: memory (JSON), raw passthrough, or prefixed lines."""
+
+    mode: str  # "collect" | "raw" | "prefix"
+    stdout: BinaryIO | None = None
+    stderr: BinaryIO | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _run_one(target: Target, argv: Sequence[str], stdin: Stdin, plan: OutputPlan) -> ExecOutcome:
+    out = err = None
+    if plan.mode == "raw":
+        out, err = plan.stdout, plan.stderr
+    elif plan.mode == "prefix":
+        out = LinePrefixer(target.name, plan.stdout, plan.lock)
+        err = LinePrefixer(target.name, plan.stderr, plan.lock)
+    try:
+        result = target.run(argv, stdin=stdin, stdout=out, stderr=err)
+    except TransportError as exc:
+        return ExecOutcome(target.name, exc.status, reason=exc.reason, message=str(exc))
+    finally:
+        for sink in (out, err):
+            if isinstance(sink, LinePrefixer):
+                sink.close()
+    status = "ok" if result.ok else "failed"
+    return ExecOutcome(
+        target.name, status, result.exit_code, result.stdout, result.stderr, result.duration
+    )
+
+
+def run_exec(
+    targets: Sequence[Target], argv: Sequence[str], stdin: Stdin, plan: OutputPlan, forks: int
+) -> list[ExecOutcome]:
+    """Run argv in every target, at most `forks` at once; results in target order."""
+    if len(targets) == 1:
+        return [_run_one(targets[0], argv, stdin, plan)]
+    with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
+        futures = [pool.submit(_run_one, t, argv, stdin, plan) for t in targets]
+        return [future.result() for future in futures]
+
+
+def exit_code(outcomes: Sequence[ExecOutcome]) -> int:
+    """The command's own code for one container; otherwise a summary code."""
+    if len(outcomes) == 1 and outcomes[0].exit_code is not None:
+        return outcomes[0].exit_code
+    if any(o.status == "unreachable" for o in outcomes):
+        return exitcodes.UNREACHABLE
+    if any(o.status != "ok" for o in outcomes):
+        return exitcodes.FAILED
+    return exitcodes.OK

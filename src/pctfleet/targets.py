@@ -1,0 +1,54 @@
+"""From inventory containers to runnable targets sharing one connection per node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .transport.options import ConnectOptions, with_overrides
+from .transport.pct import PctTarget
+from .transport.ssh import NodePool
+
+
+@dataclass
+class Fleet:
+    """The targets of one run and the pool their connections live in."""
+
+    pool: NodePool
+    targets: list[PctTarget]
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def node_options(node, cli: ConnectOptions) -> ConnectOptions:  # noqa: ANN001
+    """The node's inventory settings, with anything given on the command line on top."""
+    from_inventory = with_overrides(
+        ConnectOptions(),
+        user=getattr(node, "user", None),
+        port=getattr(node, "port", None),
+        identity=getattr(node, "identity", None),
+        known_hosts=getattr(node, "known_hosts", None),
+    )
+    return with_overrides(
+        from_inventory,
+        user=cli.user,
+        port=cli.port,
+        identity=cli.identity,
+        known_hosts=cli.known_hosts,
+        accept_new_host_keys=cli.accept_new_host_keys or None,
+        connect_timeout=cli.connect_timeout,
+        command_timeout=cli.command_timeout,
+        ssh_config=cli.ssh_config,
+    )
+
+
+def build_fleet(containers: Iterable, cli: ConnectOptions) -> Fleet:
+    """One PctTarget per container; containers of one node share its connection."""
+    pool = NodePool()
+    targets = []
+    for container in containers:
+        node = container.node
+        connection = pool.get(node.name, node.address, node_options(node, cli))
+        targets.append(PctTarget(connection, container.ctid))
+    return Fleet(pool, targets)

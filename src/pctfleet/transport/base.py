@@ -1,0 +1,157 @@
+"""What every transport returns or raises: results, typed outcomes, the Target interface.
+
+Outcomes are never blurred: a node we cannot reach is not a container that is
+missing, and neither is a command that failed. Each failure is its own
+exception type carrying a stable `reason` string used in JSON and journals.
+"""
+
+from __future__ import annotations
+
+import abc
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+Stdin = bytes | BinaryIO | None
+
+
+@dataclass
+class RunResult:
+    """A command that ran to completion inside its target (any exit code)."""
+
+    exit_code: int
+    stdout: bytes = b""
+    stderr: bytes = b""
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", errors="replace")
+
+
+class TransportError(Exception):
+    """A command could not be run to completion. `reason` is a stable name."""
+
+    reason = "error"
+    # The coarse status a run recap counts this under.
+    status = "failed"
+
+    def __init__(self, where: str, message: str, hint: str = "") -> None:
+        self.where = where
+        self.message = message
+        self.hint = hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.message}"
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+class NodeUnreachable(TransportError):
+    reason = "unreachable"
+    status = "unreachable"
+
+
+class AuthFailed(TransportError):
+    reason = "auth-failed"
+    status = "unreachable"
+
+
+class HostKeyUnknown(TransportError):
+    reason = "hostkey-unknown"
+    status = "unreachable"
+
+
+class HostKeyChanged(TransportError):
+    reason = "hostkey-changed"
+    status = "unreachable"
+
+
+class SudoPasswordRequired(TransportError):
+    reason = "sudo-password"
+    status = "unreachable"
+
+
+class ContainerMissing(TransportError):
+    reason = "ct-missing"
+    status = "ct-missing"
+
+
+class ContainerStopped(TransportError):
+    reason = "ct-stopped"
+    status = "ct-stopped"
+
+
+class CommandTimeout(TransportError):
+    reason = "timeout"
+    status = "timeout"
+
+
+class PctError(TransportError):
+    """pct itself failed for a reason we do not classify further."""
+
+    reason = "pct-error"
+    status = "failed"
+
+
+class TransferError(TransportError):
+    reason = "transfer-failed"
+    status = "failed"
+
+
+@dataclass
+class Sinks:
+    """Where a command's output goes: caller-provided streams, or memory."""
+
+    stdout: BinaryIO | None = None
+    stderr: BinaryIO | None = None
+    _out: io.BytesIO = field(default_factory=io.BytesIO)
+    _err: io.BytesIO = field(default_factory=io.BytesIO)
+
+    def out(self) -> BinaryIO:
+        return self.stdout if self.stdout is not None else self._out
+
+    def err(self) -> BinaryIO:
+        return self.stderr if self.stderr is not None else self._err
+
+    def result(self, exit_code: int, duration: float) -> RunResult:
+        return RunResult(exit_code, self._out.getvalue(), self._err.getvalue(), duration)
+
+
+class Target(abc.ABC):
+    """Something commands run in: a container behind a node, or this machine."""
+
+    name: str
+    calls: int = 0
+
+    @abc.abstractmethod
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: Stdin = None,
+        timeout: float | None = None,
+        stdout: BinaryIO | None = None,
+        stderr: BinaryIO | None = None,
+    ) -> RunResult:
+        """Run argv (no shell) and return its result; raise TransportError subclasses."""
+
+    def run_script(
+        self,
+        script: str,
+        args: Sequence[str] = (),
+        *,
+        timeout: float | None = None,
+        stdout: BinaryIO | None = None,
+        stderr: BinaryIO | None = None,
+    ) -> RunResult:
+        """Run a POSIX sh script sent on stdin, so no quoting nests in argv.
+
+        >>> target.run_script('echo "$1"', ["a b; c"])   # prints: a b; c
+        """
+        argv = ["/bin/sh", "-s", "--", *args]
+        return self.run(argv, stdin=script.encode(), timeout=timeout, stdout=stdout, stderr=stderr)

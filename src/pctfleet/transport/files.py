@@ -1,0 +1,128 @@
+"""Files into and out of a target: streamed, atomic, verified by size and sha256.
+
+`pct push` can fail inside the container and still exit 0, so transfers do not
+use it: content streams through the command's stdin into a temp file next to
+the destination, is checked against the size and hash computed here, and only
+then renamed into place. An interrupted transfer leaves the old file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+from .base import RunResult, Target, TransferError
+
+CHUNK = 1024 * 1024
+_CHECK_FAILED = 97
+
+_PUSH = r"""
+set -eu
+dest=$1 mode=$2 owner=$3 size=$4 sum=$5
+dir=$(dirname -- "$dest")
+tmp=$(mktemp "$dir/.pctfleet-push.XXXXXX")
+trap 'rm -f -- "$tmp"' EXIT
+cat > "$tmp"
+got_size=$(wc -c < "$tmp")
+if [ "$got_size" -ne "$size" ]; then
+  echo "size mismatch: sent $size bytes, $got_size arrived" >&2; exit 97
+fi
+got_sum=$(sha256sum < "$tmp"); got_sum=${got_sum%% *}
+if [ "$got_sum" != "$sum" ]; then echo "sha256 mismatch: $got_sum" >&2; exit 97; fi
+if [ -n "$owner" ]; then chown -- "$owner" "$tmp"; fi
+chmod -- "$mode" "$tmp"
+mv -f -- "$tmp" "$dest"
+trap - EXIT
+"""
+
+_PULL = r"""
+set -eu
+[ -f "$1" ] || { echo "no such file: $1" >&2; exit 96; }
+cat -- "$1"
+s=$(sha256sum < "$1")
+printf '\036pctfleet-sum %s %s\n' "${s%% *}" "$(wc -c < "$1")" >&2
+"""
+
+
+def sha256_of(stream: BinaryIO) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    while chunk := stream.read(CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def push(
+    target: Target,
+    source: Path | bytes,
+    dest: str,
+    *,
+    mode: str = "0644",
+    owner: str = "",
+    timeout: float | None = None,
+) -> RunResult:
+    """Write `source` (a local file or bytes) to `dest` in the target, atomically."""
+    if not dest.startswith("/"):
+        raise TransferError(target.name, f"destination must be an absolute path: {dest!r}")
+    if isinstance(source, bytes):
+        digest, size = hashlib.sha256(source).hexdigest(), len(source)
+        return _push_stream(target, source, dest, mode, owner, size, digest, timeout)
+    with open(source, "rb") as handle:
+        digest, size = sha256_of(handle)
+        handle.seek(0)
+        return _push_stream(target, handle, dest, mode, owner, size, digest, timeout)
+
+
+def _push_stream(target, stdin, dest, mode, owner, size, digest, timeout) -> RunResult:  # noqa: ANN001
+    argv = ["/bin/sh", "-c", _PUSH, "pctfleet-push", dest, mode, owner, str(size), digest]
+    result = target.run(argv, stdin=stdin, timeout=timeout)
+    if not result.ok:
+        detail = (
+            result.stderr.decode("utf-8", errors="replace").strip() or f"exit {result.exit_code}"
+        )
+        raise TransferError(target.name, f"push to {dest} failed: {detail}")
+    return result
+
+
+def pull(target: Target, src: str, dest: Path, *, timeout: float | None = None) -> Path:
+    """Copy `src` from the target to local `dest`, atomically, verified by sha256."""
+    dest = Path(dest)
+    fd, tmp_name = tempfile.mkstemp(prefix=".pctfleet-pull.", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            hasher = _HashingWriter(handle)
+            argv = ["/bin/sh", "-c", _PULL, "pctfleet-pull", src]
+            result = target.run(argv, timeout=timeout, stdout=hasher)
+        _check_pull(target, src, result, hasher)
+        os.replace(tmp_name, dest)
+    except BaseException:
+        os.unlink(tmp_name)
+        raise
+    return dest
+
+
+def _check_pull(target: Target, src: str, result: RunResult, hasher: _HashingWriter) -> None:
+    text = result.stderr.decode("utf-8", errors="replace")
+    if not result.ok:
+        raise TransferError(target.name, f"pull of {src} failed: {text.strip()}")
+    sums = [line.split() for line in text.split("\n") if line.startswith("\x1epctfleet-sum ")]
+    if not sums:
+        raise TransferError(target.name, f"pull of {src}: no checksum came back")
+    _, want_sum, want_size = sums[-1][-3:]
+    if (want_sum, int(want_size)) != (hasher.digest.hexdigest(), hasher.size):
+        raise TransferError(target.name, f"pull of {src}: content changed or was cut in transit")
+
+
+class _HashingWriter:
+    def __init__(self, sink: BinaryIO) -> None:
+        self.sink = sink
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        self.size += len(data)
+        return self.sink.write(data)

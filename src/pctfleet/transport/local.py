@@ -1,0 +1,79 @@
+"""Commands on this machine, behind the same interface as a container."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from typing import BinaryIO
+
+from .base import CommandTimeout, RunResult, Sinks, Stdin, Target
+
+CHUNK = 64 * 1024
+
+
+def _copy(source: BinaryIO, sink: BinaryIO) -> None:
+    while chunk := source.read1(CHUNK) if hasattr(source, "read1") else source.read(CHUNK):
+        sink.write(chunk)
+
+
+def _feed(process: subprocess.Popen, stdin: Stdin) -> None:
+    try:
+        if isinstance(stdin, bytes | bytearray):
+            process.stdin.write(stdin)
+        elif stdin is not None:
+            while chunk := stdin.read(CHUNK):
+                process.stdin.write(chunk)
+        process.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+class LocalTarget(Target):
+    """This machine. Used by the GPU proof and by `--local` runs."""
+
+    def __init__(self, name: str = "local") -> None:
+        self.name = name
+        self.calls = 0
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: Stdin = None,
+        timeout: float | None = None,
+        stdout: BinaryIO | None = None,
+        stderr: BinaryIO | None = None,
+    ) -> RunResult:
+        self.calls += 1
+        sinks = Sinks(stdout, stderr)
+        started = time.monotonic()
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        threads = [
+            threading.Thread(target=_feed, args=(process, stdin), daemon=True),
+            threading.Thread(target=_copy, args=(process.stdout, sinks.out()), daemon=True),
+            threading.Thread(target=_copy, args=(process.stderr, sinks.err()), daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # The command runs in its own session: stop the whole group we started.
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise CommandTimeout(self.name, f"command did not finish within {timeout:g}s") from None
+        for thread in threads[1:]:
+            thread.join()
+        if code < 0:  # killed by a signal: report it the way a shell does
+            code = 128 - code
+        return sinks.result(code, time.monotonic() - started)

@@ -1,0 +1,132 @@
+"""A container seen through its Proxmox node: `pct exec CTID -- argv`.
+
+`pct exec` exits 255 both for its own errors (container missing or stopped)
+and when the command itself exits 255. To tell them apart, the command is
+wrapped so that it first writes a marker line to stderr from inside the
+container: no marker means pct never got in, and pct's message says why.
+"""
+
+from __future__ import annotations
+
+import io
+import shlex
+from collections.abc import Sequence
+from typing import BinaryIO
+
+from .base import (
+    ContainerMissing,
+    ContainerStopped,
+    NodeUnreachable,
+    PctError,
+    RunResult,
+    Sinks,
+    Stdin,
+    SudoPasswordRequired,
+    Target,
+)
+from .ssh import NodeConnection
+
+MARKER = b"\x1e" + b"pctfleet-entered" + b"\n"
+_ENTER = 'printf "\\036pctfleet-entered\\n" >&2; exec "$@"'
+_MAX_SCAN = 64 * 1024
+
+
+class MarkerFilter(io.RawIOBase):
+    """Pass stderr through, minus the marker line; remember whether it was seen."""
+
+    def __init__(self, sink: BinaryIO) -> None:
+        self.sink = sink
+        self.entered = False
+        self._head = b""
+        self._scanning = True
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        if not self._scanning:
+            return self.sink.write(data) or len(data)
+        self._head += data
+        index = self._head.find(MARKER)
+        if index >= 0:
+            self.entered = True
+            self._flush(self._head[:index] + self._head[index + len(MARKER) :])
+        elif len(self._head) > _MAX_SCAN:
+            self._flush(self._head)
+        return len(data)
+
+    def _flush(self, data: bytes) -> None:
+        self._scanning = False
+        self._head = b""
+        if data:
+            self.sink.write(data)
+
+    def finish(self) -> bytes:
+        """The stderr pct printed before (or instead of) entering the container."""
+        held, self._head = self._head, b""
+        if held:
+            self.sink.write(held)
+        return held
+
+
+class PctTarget(Target):
+    """Commands in container `ctid` on `node`, over the node's shared SSH connection."""
+
+    def __init__(self, node: NodeConnection, ctid: int) -> None:
+        self.node = node
+        self.ctid = int(ctid)
+        self.name = f"{node.node}/{self.ctid}"
+        self.calls = 0
+
+    def command_line(self, argv: Sequence[str]) -> str:
+        """The node-side shell line. The only quoting layer: the node's login shell."""
+        pct = ["pct"] if self.node.target.user == "root" else ["sudo", "-n", "pct"]
+        words = [*pct, "exec", str(self.ctid), "--", "/bin/sh", "-c", _ENTER, "pctfleet", *argv]
+        return shlex.join(words)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: Stdin = None,
+        timeout: float | None = None,
+        stdout: BinaryIO | None = None,
+        stderr: BinaryIO | None = None,
+    ) -> RunResult:
+        if not argv:
+            raise ValueError("empty command")
+        self.calls += 1
+        sinks = Sinks(stdout, stderr)
+        marker = MarkerFilter(sinks.err())
+        code, duration = self.node.exec(
+            self.command_line(argv), stdin=stdin, timeout=timeout, stdout=sinks.out(), stderr=marker
+        )
+        before = marker.finish()
+        if not marker.entered:
+            self._raise_pct_error(code, before)
+        return sinks.result(code, duration)
+
+    def _raise_pct_error(self, code: int, message: bytes) -> None:
+        text = message.decode("utf-8", errors="replace").strip()
+        last = text.splitlines()[-1] if text else f"pct exited {code} without output"
+        if "does not exist" in text and "Configuration file" in text:
+            raise ContainerMissing(
+                self.name, f"container {self.ctid} does not exist on {self.node.node}"
+            )
+        if "not running" in text:
+            raise ContainerStopped(
+                self.name,
+                f"container {self.ctid} is not running",
+                f"start it: pct start {self.ctid}",
+            )
+        if "password is required" in text or "a terminal is required" in text:
+            raise SudoPasswordRequired(
+                self.name,
+                f"sudo asks {self.node.target.user} for a password",
+                "allow passwordless sudo for pct (NOPASSWD) or connect as root",
+            )
+        if code == 127:
+            raise NodeUnreachable(
+                self.name, f"pct not found on the node: {last}", "is it a Proxmox VE node?"
+            )
+        raise PctError(self.name, f"pct failed (exit {code}): {last}")
