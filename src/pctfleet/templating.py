@@ -1,0 +1,494 @@
+"""jinja2 rendering with Ansible's habits and strict undefined variables.
+
+* `render(value, vars, where=...)` renders every string inside dicts and lists.
+  A string that is one expression, `"{{ n }}"`, keeps the value's type (an int
+  stays an int, a list a list); anything else renders to a string.
+* Variables may themselves hold templates (`cuda_home: "{{ venv }}/cu13"`):
+  they are rendered when used, as Ansible does, and a loop is an error.
+* `evaluate(expr, vars, where=...)` computes a bare expression for `when`,
+  `changed_when`, `failed_when` and `until`; `condition()` makes it a bool.
+* An undefined variable, a syntax error or a failing filter is a
+  `TemplateError` of one line: `where: undefined variable 'foo'`.
+* `Secret` marks a value to hide from output; `redact()` hides it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import posixpath
+import re
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+from jinja2 import StrictUndefined, Undefined, nodes
+
+from pctfleet.errors import TemplateError
+
+REDACTED = "********"
+SECRET_SUFFIXES = ("_password", "_token", "_secret")
+_UNDEFINED_RE = re.compile(r"^'([^']+)' is undefined")
+_NO_ATTR_RE = re.compile(r"has no attribute '([^']+)'")
+_TRUE_WORDS = {"true", "yes", "on", "1", "y", "t"}
+_FALSE_WORDS = {"false", "no", "off", "0", "n", "f", "", "none"}
+
+
+class Secret(str):
+    """A string whose value must never be shown: rendering uses the real value,
+    `redact()` replaces it with `********`, and its repr() hides it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"Secret({REDACTED!r})"
+
+
+class _Failure(Exception):
+    """Raised inside rendering; the caller adds `where` to make a TemplateError."""
+
+
+# ---------------------------------------------------------------- filters and tests
+
+
+def to_bool(value: Any) -> bool:
+    """Ansible's `bool` filter: 'yes'/'on'/'true'/'1' are true, other strings false."""
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUE_WORDS
+    return bool(value)
+
+
+def _plain(value: Any) -> Any:
+    """Secrets and other str subclasses as plain str, so yaml.safe_dump accepts them."""
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value) if isinstance(value, str) else value
+
+
+def _regex_replace(value: Any, pattern: str, replacement: str = "",
+                   ignorecase: bool = False, multiline: bool = False) -> str:
+    flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
+    return re.sub(pattern, replacement, str(value), flags=flags)
+
+
+def _regex_search(value: Any, pattern: str, ignorecase: bool = False) -> str | None:
+    match = re.search(pattern, str(value), flags=re.I if ignorecase else 0)
+    return match.group(0) if match else None
+
+
+def _b64decode(value: Any) -> str:
+    try:
+        return base64.b64decode(str(value), validate=True).decode("utf-8")
+    except ValueError as err:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        raise _Failure(f"b64decode: {err}") from None
+
+
+def _mandatory(value: Any, msg: str | None = None) -> Any:
+    if isinstance(value, Undefined):
+        name = value._undefined_name  # jinja keeps the name of what was missing
+        raise _Failure(msg or f"undefined variable {name!r} (marked mandatory)")
+    return value
+
+
+def _to_yaml(value: Any, indent: int = 2) -> str:
+    return yaml.safe_dump(_plain(value), default_flow_style=False, sort_keys=False,
+                          indent=indent, allow_unicode=True)
+
+
+def _version_key(text: Any) -> tuple:
+    """`"13.0.88"` -> (13, 0, 88); text parts compare after numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
+                 for p in re.split(r"[.\-+_]", str(text)) if p)
+
+
+_OPS = {"<": "__lt__", "lt": "__lt__", "<=": "__le__", "le": "__le__",
+        ">": "__gt__", "gt": "__gt__", ">=": "__ge__", "ge": "__ge__",
+        "==": "__eq__", "=": "__eq__", "eq": "__eq__", "!=": "__ne__", "ne": "__ne__"}
+
+
+def _version(value: Any, other: Any, op: str = "==") -> bool:
+    """Ansible's `version` test: `cuda is version('12.8', '>=')`."""
+    if op not in _OPS:
+        raise _Failure(f"version: unknown operator {op!r}")
+    return getattr(_version_key(value), _OPS[op])(_version_key(other))
+
+
+def _result_test(flag: str, default: bool = False):
+    """Tests on a registered result: `result is failed`, `result is changed`."""
+    def test(value: Any) -> bool:
+        return bool(value.get(flag, default)) if isinstance(value, Mapping) else default
+    return test
+
+
+FILTERS = {
+    "bool": to_bool,
+    "quote": lambda v: shlex.quote(str(v)),
+    "basename": lambda v: posixpath.basename(str(v)),
+    "dirname": lambda v: posixpath.dirname(str(v)),
+    "regex_replace": _regex_replace,
+    "regex_search": _regex_search,
+    "to_json": lambda v, **kw: json.dumps(_plain(v), **kw),
+    "to_nice_json": lambda v, indent=4: json.dumps(_plain(v), indent=indent, sort_keys=True),
+    "to_yaml": _to_yaml,
+    "to_nice_yaml": _to_yaml,
+    "from_json": json.loads,
+    "from_yaml": yaml.safe_load,
+    "b64encode": lambda v: base64.b64encode(str(v).encode()).decode("ascii"),
+    "b64decode": _b64decode,
+    "mandatory": _mandatory,
+    "split": lambda v, sep=None, maxsplit=-1: str(v).split(sep, maxsplit),
+    "combine": lambda *dicts: {k: v for d in dicts for k, v in d.items()},
+    "version_compare": _version,
+}
+
+TESTS = {
+    "version": _version,
+    "version_compare": _version,
+    "match": lambda v, p: re.match(p, str(v)) is not None,
+    "search": lambda v, p: re.search(p, str(v)) is not None,
+    "regex": lambda v, p: re.search(p, str(v)) is not None,
+    "failed": _result_test("failed"),
+    "succeeded": lambda v: not _result_test("failed")(v),
+    "success": lambda v: not _result_test("failed")(v),
+    "changed": _result_test("changed"),
+    "skipped": _result_test("skipped"),
+}
+
+
+def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+    env = jinja2.Environment(undefined=StrictUndefined, keep_trailing_newline=True,
+                             autoescape=False, loader=loader)
+    env.filters.update(FILTERS)
+    env.tests.update(TESTS)
+    return env
+
+
+_ENV = _make_env()
+
+
+# ---------------------------------------------------------------- lazy variables
+
+
+class LazyVars(Mapping):
+    """Variables whose template strings are rendered on first use, like Ansible's
+    lazy templating, so one variable may be built from others."""
+
+    def __init__(self, variables: Mapping[str, Any], env: jinja2.Environment = _ENV) -> None:
+        self._raw = variables
+        self._env = env
+        self._done: dict[str, Any] = {}
+        self._busy: list[str] = []
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._done:
+            return self._done[key]
+        if key not in self._raw:
+            return self._env.globals[key]
+        if key in self._busy:
+            loop = " -> ".join([*self._busy[self._busy.index(key):], key])
+            raise _Failure(f"variable refers to itself: {loop}")
+        self._busy.append(key)
+        try:
+            self._done[key] = _render_value(self._raw[key], self, self._env)
+        finally:
+            self._busy.pop()
+        return self._done[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw or key in self._env.globals
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._raw
+        yield from (k for k in self._env.globals if k not in self._raw)
+
+    def __len__(self) -> int:
+        return len(set(self._raw) | set(self._env.globals))
+
+
+def _lazy(variables: Mapping[str, Any]) -> LazyVars:
+    return variables if isinstance(variables, LazyVars) else LazyVars(variables)
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _is_template(text: str) -> bool:
+    return "{{" in text or "{%" in text or "{#" in text
+
+
+def _single_expression(text: str) -> str | None:
+    """The expression inside `"{{ expr }}"` when that is the whole string."""
+    body = text.strip()
+    if not (body.startswith("{{") and body.endswith("}}")):
+        return None
+    try:
+        tree = _ENV.parse(body)
+    except jinja2.TemplateSyntaxError:
+        return None
+    outputs = tree.body
+    if len(outputs) != 1 or not isinstance(outputs[0], nodes.Output):
+        return None
+    parts = outputs[0].nodes
+    if len(parts) != 1 or isinstance(parts[0], nodes.TemplateData):
+        return None
+    inner = body[2:-2]
+    # `{{- x -}}` whitespace control marks are not part of the expression.
+    if inner[:1] in ("-", "+"):
+        inner = inner[1:]
+    return inner[:-1] if inner[-1:] in ("-", "+") else inner
+
+
+def _run_expression(expr: str, variables: LazyVars, env: jinja2.Environment) -> Any:
+    compiled = env.compile_expression(expr, undefined_to_none=False)
+    template = compiled._template  # jinja's TemplateExpression keeps it here
+    context = template.new_context(variables, shared=True)
+    for _ in template.root_render_func(context):
+        pass
+    value = context.vars["result"]
+    if isinstance(value, Undefined):
+        value._fail_with_undefined_error()
+    return value
+
+
+def _render_string(text: str, variables: LazyVars, env: jinja2.Environment) -> Any:
+    if isinstance(text, Secret) or not _is_template(text):
+        return text
+    expr = _single_expression(text)
+    if expr is not None:
+        return _run_expression(expr, variables, env)
+    template = env.from_string(text)
+    context = template.new_context(variables, shared=True)
+    return "".join(template.root_render_func(context))
+
+
+def _render_value(value: Any, variables: LazyVars, env: jinja2.Environment) -> Any:
+    if isinstance(value, str):
+        return _render_string(value, variables, env)
+    if isinstance(value, Mapping):
+        return {k: _render_value(v, variables, env) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_render_value(v, variables, env) for v in value]
+    return value
+
+
+def syntax_problem(text: str, *, expression: bool = False) -> str | None:
+    """Why `text` is not a valid template (or bare expression), else None.
+    Compiling also catches unknown filters and tests, before any run."""
+    try:
+        if expression:
+            inner = _single_expression(text)
+            _ENV.compile_expression(inner if inner is not None else text)
+        elif _is_template(text):
+            _ENV.compile(text)
+    except jinja2.TemplateSyntaxError as err:
+        return f"template syntax error: {err.message}"
+    except RecursionError:
+        return "template nested too deeply"
+    return None
+
+
+def _describe(err: Exception) -> str:
+    """One line saying what went wrong, naming the variable where possible."""
+    if isinstance(err, _Failure):
+        return str(err)
+    message = getattr(err, "message", None) or str(err)
+    if isinstance(err, jinja2.UndefinedError):
+        if match := _UNDEFINED_RE.match(message):
+            return f"undefined variable {match.group(1)!r}"
+        if match := _NO_ATTR_RE.search(message):
+            return f"undefined variable or attribute {match.group(1)!r} ({message})"
+        return f"undefined variable ({message})"
+    if isinstance(err, jinja2.TemplateSyntaxError):
+        return f"template syntax error: {message}"
+    if isinstance(err, RecursionError):
+        return "template or variables nested too deeply (or referring to themselves)"
+    return f"template error: {type(err).__name__}: {message}"
+
+
+def _guard(where: str, func, *args: Any) -> Any:
+    try:
+        return func(*args)
+    except TemplateError:
+        raise
+    except Exception as err:  # jinja lets any Python error of a filter through
+        raise TemplateError(_describe(err), where=where) from None
+
+
+def render(value: Any, variables: Mapping[str, Any], *, where: str) -> Any:
+    """Render every string in `value` (dicts and lists walked recursively).
+
+    >>> render({"n": "{{ n }}", "s": "n={{ n }}"}, {"n": 2}, where="x")
+    {'n': 2, 's': 'n=2'}
+    """
+    return _guard(where, _render_value, value, _lazy(variables), _ENV)
+
+
+def evaluate(expr: Any, variables: Mapping[str, Any], *, where: str) -> Any:
+    """Value of a bare expression, as in `when: result.rc == 0`.
+
+    Booleans and numbers pass through; `"{{ x }}"` is accepted like Ansible does.
+    """
+    if not isinstance(expr, str):
+        return expr
+    text = expr.strip()
+    inner = _single_expression(text)
+    if inner is not None:
+        text = inner
+    if not text:
+        raise TemplateError("empty condition", where=where)
+    return _guard(where, _run_expression, text, _lazy(variables), _ENV)
+
+
+def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *,
+              where: str) -> bool:
+    """True when every expression holds (a list is an AND, as in Ansible)."""
+    items = exprs if isinstance(exprs, list | tuple) else [exprs]
+    lazy = _lazy(variables)
+    for expr in items:
+        value = evaluate(expr, lazy, where=where)
+        if isinstance(value, str):
+            word = value.strip().lower()
+            holds = word not in _FALSE_WORDS
+        else:
+            holds = bool(value)
+        if not holds:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- template files
+
+
+def template_search_path(playbook: str | Path | None = None,
+                         repo_root: str | Path | None = None) -> list[Path]:
+    """Where `template: src=NAME` is looked up: next to the playbook
+    (`templates/`, then the playbook's folder), then the repo's `templates/`."""
+    dirs: list[Path] = []
+    if playbook is not None:
+        base = Path(playbook).resolve().parent
+        dirs += [base / "templates", base, base.parent / "templates"]
+    root = Path(repo_root) if repo_root is not None else Path.cwd()
+    dirs.append(root.resolve() / "templates")
+    return list(dict.fromkeys(dirs))
+
+
+def find_template(name: str | Path, search: Sequence[str | Path], *,
+                  where: str | None = None) -> Path:
+    """The first `dir/name` that exists; a TemplateError listing the places tried."""
+    path = Path(name)
+    candidates = [path] if path.is_absolute() else [Path(d) / path for d in search]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    tried = ", ".join(str(c) for c in candidates) or str(path)
+    raise TemplateError(f"template {str(name)!r} not found (looked in: {tried})",
+                        where=where)
+
+
+def render_template_file(path: str | Path, variables: Mapping[str, Any], *, where: str,
+                         search: Sequence[str | Path] = ()) -> str:
+    """Render a template file to text. `path` is found through `search` (see
+    `template_search_path`) unless it exists as given. Errors name the
+    template's file and line: `where: templates/env.j2:3: undefined variable 'x'`."""
+    found = Path(path) if Path(path).is_file() else find_template(path, search, where=where)
+    env = _make_env(jinja2.FileSystemLoader([str(found.parent), *map(str, search)]))
+    try:
+        template = env.get_template(found.name)
+        context = template.new_context(LazyVars(variables, env), shared=True)
+        return "".join(template.root_render_func(context))
+    except (OSError, UnicodeDecodeError) as err:
+        raise TemplateError(f"cannot read template {str(found)!r}: {err}",
+                            where=where) from None
+    except TemplateError:
+        raise
+    except Exception as err:
+        line = _template_line(err, str(found.resolve()))
+        raise TemplateError(_describe(err), where=f"{where}: {found}:{line}") from None
+
+
+def _template_line(err: Exception, filename: str) -> int | str:
+    """Line in the template where `err` happened, from jinja's debug info."""
+    lineno = getattr(err, "lineno", None)
+    if isinstance(err, jinja2.TemplateSyntaxError) and lineno:
+        return lineno
+    tb = err.__traceback__
+    line: int | str = "?"
+    while tb is not None:
+        template = tb.tb_frame.f_globals.get("__jinja_template__")
+        if template is not None and template.filename \
+                and str(Path(template.filename).resolve()) == filename:
+            line = template.get_corresponding_lineno(tb.tb_lineno)
+        tb = tb.tb_next
+    return line
+
+
+# ---------------------------------------------------------------- secrets
+
+
+def _secret_names(variables: Mapping[str, Any]) -> set[str]:
+    listed = variables.get("secret_vars") or []
+    names = {str(n) for n in listed} if isinstance(listed, list | tuple) else set()
+    names |= {k for k in variables if isinstance(k, str) and k.endswith(SECRET_SUFFIXES)}
+    return names
+
+
+def _leaves(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every string (or number) inside `value`, as text."""
+    if depth > 50:
+        return
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _leaves(v, depth + 1)
+    elif isinstance(value, str | int | float) and not isinstance(value, bool):
+        yield str(value)
+
+
+def _secrets_in(value: Any, depth: int = 0) -> Iterator[str]:
+    if depth > 50:
+        return
+    if isinstance(value, Secret):
+        yield str(value)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _secrets_in(v, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _secrets_in(v, depth + 1)
+
+
+def secret_values(variables: Mapping[str, Any]) -> set[str]:
+    """Every value to hide: `Secret`s anywhere in `variables`, and the values of
+    variables named in `secret_vars` or ending in _password/_token/_secret."""
+    found = set(_secrets_in(variables))
+    lazy = _lazy(variables)
+    for name in _secret_names(variables):
+        if name not in variables:
+            continue
+        try:
+            value = lazy[name]  # the rendered value is what could leak
+        except Exception:
+            value = variables[name]
+        found |= set(_leaves(value)) | set(_leaves(variables[name]))
+    return {v for v in found if v}
+
+
+def redact(text: str, variables: Mapping[str, Any]) -> str:
+    """`text` with every secret value (see `secret_values`) replaced by ********."""
+    if not text:
+        return text
+    for value in sorted(secret_values(variables), key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
+
+
+__all__ = ["REDACTED", "LazyVars", "Secret", "condition", "evaluate", "find_template",
+           "redact", "render", "render_template_file", "secret_values",
+           "syntax_problem", "template_search_path", "to_bool"]
