@@ -1,0 +1,547 @@
+"""Playbooks: Ansible-shaped YAML read into plays and tasks, checked up front.
+
+A playbook is a list of plays; each play has `hosts`, `vars`, `tasks` and
+`handlers`, and each task names one module with its arguments plus optional
+keywords (`when`, `register`, `notify`, ...). docs/playbooks.md lists them.
+
+Loading validates everything that can be known before touching a machine:
+unknown modules, unknown module arguments, unknown keywords, wrong types,
+`notify` names without a handler, jinja2 syntax. Each problem is one
+`PlaybookError` line starting with `file:line`. Nothing is rendered here:
+templates are rendered per container by the engine (see templating.py).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pctfleet.errors import PlaybookError, brief, did_you_mean
+from pctfleet.inventory import VAR_NAME_RE
+from pctfleet.templating import syntax_problem
+from pctfleet.yamlsrc import YamlList, YamlMap, load_yaml
+
+TASK_KEYWORDS = ("name", "args", "when", "tags", "register", "notify", "changed_when",
+                 "failed_when", "retries", "until", "delay", "timeout", "no_log",
+                 "ignore_errors", "become", "environment")
+HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
+IMPORT_KEYWORDS = ("name", "tags", "when")
+PLAY_KEYS = ("name", "hosts", "vars", "vars_files", "tasks", "handlers", "tags",
+             "gather_facts", "become")
+IMPORT_MODULES = ("import_tasks", "include_tasks")
+FREE_FORM_MODULES = ("command", "shell")
+FQCN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
+DEFAULT_DELAY = 5.0
+DEFAULT_UNTIL_RETRIES = 3
+MAX_IMPORT_DEPTH = 20
+
+# Ansible features users may try; naming them beats "unknown keyword".
+UNSUPPORTED = {
+    "loop": "loops are not supported: write one task per item",
+    "with_items": "loops are not supported: write one task per item",
+    "loop_control": "loops are not supported",
+    "block": "blocks are not supported: use import_tasks with when/tags",
+    "rescue": "blocks are not supported",
+    "always": "blocks are not supported",
+    "delegate_to": "delegate_to is not supported: tasks run in the container",
+    "local_action": "local_action is not supported",
+    "run_once": "run_once is not supported",
+    "vars": "task-level vars are not supported: set them on the play or in the inventory",
+    "become_user": "become_user is not supported: tasks run as root through pct exec",
+    "async": "async is not supported: use 'timeout'",
+    "roles": "roles are not supported: use import_tasks",
+    "import_playbook": "import_playbook is not supported: run the playbooks one after another",
+    "include_role": "roles are not supported: use import_tasks",
+    "import_role": "roles are not supported: use import_tasks",
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task, unrendered: `args` and conditions may hold jinja2 templates.
+
+    `when`, `changed_when` and `failed_when` are lists of expressions that
+    must all hold (None for the last two means "not set"). `retries` counts the
+    extra attempts after the first; it defaults to 3 when `until` is set."""
+
+    name: str
+    module: str
+    args: dict[str, Any] = field(default_factory=dict)
+    when: list[str] = field(default_factory=list)
+    tags: frozenset[str] = frozenset()
+    register: str | None = None
+    notify: list[str] = field(default_factory=list)
+    changed_when: list[str] | None = None
+    failed_when: list[str] | None = None
+    retries: int = 0
+    until: str | None = None
+    delay: float = DEFAULT_DELAY
+    timeout: float | None = None
+    no_log: bool = False
+    ignore_errors: bool = False
+    environment: dict[str, Any] = field(default_factory=dict)
+    loc: str = ""
+
+
+@dataclass(frozen=True)
+class Handler(Task):
+    """A task run once at the end of a play when notified by `name` or a `listen` topic."""
+
+    listen: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Play:
+    name: str
+    hosts: str = "all"
+    vars: dict[str, Any] = field(default_factory=dict)
+    tasks: list[Task] = field(default_factory=list)
+    handlers: list[Handler] = field(default_factory=list)
+    tags: frozenset[str] = frozenset()
+    loc: str = ""
+
+
+@dataclass(frozen=True)
+class Playbook:
+    path: str
+    plays: list[Play] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- tags
+
+
+def select_tasks(tasks: Iterable[Task], tags: set[str] | None = None,
+                 skip_tags: set[str] | None = None) -> list[Task]:
+    """Tasks that run for `--tags`/`--skip-tags`, with Ansible's rules:
+    `always` runs unless skipped by name, `never` runs only when asked for by
+    one of its tags, `all` means every task but `never` ones, `tagged` and
+    `untagged` match tasks with and without tags."""
+    return [t for t in tasks if should_run(t.tags, tags, skip_tags)]
+
+
+def should_run(task_tags: Iterable[str], only: set[str] | None,
+               skip: set[str] | None) -> bool:
+    tags = set(task_tags) or {"untagged"}
+    untagged = tags == {"untagged"}
+    only = set(only or ()) or {"all"}
+    run = ("always" in tags
+           or ("all" in only and "never" not in tags)
+           or not tags.isdisjoint(only)
+           or ("tagged" in only and not untagged and "never" not in tags))
+    if run and skip:
+        if "all" in skip:
+            run = "always" in tags and "always" not in skip
+        elif not tags.isdisjoint(skip) or ("tagged" in skip and not untagged):
+            run = False
+    return run
+
+
+# ---------------------------------------------------------------- small validators
+
+
+class _Reader:
+    """State while reading one playbook: known modules, the import chain."""
+
+    def __init__(self, path: Path, known_modules: Mapping[str, set[str] | None]) -> None:
+        self.path = path
+        self.known = known_modules
+        self.imports: list[Path] = []
+
+    def canonical(self, key: str) -> str | None:
+        """Module name for a task key (`ansible.builtin.copy` -> `copy`), or None."""
+        if key in self.known:
+            return key
+        for prefix in FQCN_PREFIXES:
+            if key.startswith(prefix) and key[len(prefix):] in self.known:
+                return key[len(prefix):]
+        return None
+
+
+def _fail(message: str, m: YamlMap | YamlList, key: Any = None,
+          ctx: str = "") -> PlaybookError:
+    where = m.where(key) if isinstance(m, YamlMap | YamlList) else None
+    return PlaybookError(f"{ctx}: {message}" if ctx else message, where=where)
+
+
+def _str_list(m: YamlMap, key: str, ctx: str, *, allow_bool: bool = False) -> list[str]:
+    """A string or a list of strings (numbers, and booleans if allowed, as text)."""
+    raw = m.get(key)
+    if raw is None:
+        return []
+    items = raw if isinstance(raw, list) else [raw]
+    scalar = (str, int, float) if not allow_bool else (str, int, float, bool)
+    if any(not isinstance(i, scalar) or (isinstance(i, bool) and not allow_bool)
+           for i in items):
+        raise _fail(f"{key!r} must be a string or a list of strings, got {brief(raw)}",
+                    m, key, ctx)
+    return [str(i) for i in items]
+
+
+def _tags(m: YamlMap, ctx: str) -> frozenset[str]:
+    words = _str_list(m, "tags", ctx)
+    # Ansible also accepts `tags: a,b` as a comma-separated string.
+    return frozenset(w.strip() for item in words for w in item.split(",") if w.strip())
+
+
+def _bool(m: YamlMap, key: str, ctx: str) -> bool:
+    value = m.get(key, False)
+    if not isinstance(value, bool):
+        raise _fail(f"{key!r} must be true or false, got {brief(value)}", m, key, ctx)
+    return value
+
+
+def _number(m: YamlMap, key: str, ctx: str, default: Any, *, integer: bool = False) -> Any:
+    value = m.get(key)
+    if value is None:
+        return default
+    kinds = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0 \
+            or not math.isfinite(value):
+        kind = "a whole number" if integer else "a number"
+        raise _fail(f"{key!r} must be {kind} >= 0, got {brief(value)}", m, key, ctx)
+    return value if integer else float(value)
+
+
+def _text(m: YamlMap, key: str, ctx: str, default: str | None = None) -> str | None:
+    value = m.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _fail(f"{key!r} must be a string, got {brief(value)}", m, key, ctx)
+    return str(value)
+
+
+def _mapping(m: YamlMap, key: str, ctx: str, *, var_names: bool = False) -> dict[str, Any]:
+    value = m.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, YamlMap):
+        raise _fail(f"{key!r} must be a mapping, got {brief(value)}", m, key, ctx)
+    return _checked_names(value, key, ctx, var_names)
+
+
+def _checked_names(value: YamlMap, what: str, ctx: str, var_names: bool) -> dict[str, Any]:
+    for name in value:
+        bad_name = var_names and not VAR_NAME_RE.match(str(name))
+        if not isinstance(name, str) or bad_name:
+            raise _fail(f"{brief(name)} is not a valid name in {what!r}", value, name, ctx)
+    return dict(value)
+
+
+def _check_jinja(value: Any, m: YamlMap, key: Any, ctx: str, *, expr: bool = False) -> None:
+    """Report jinja2 syntax errors at load time, with the playbook's line."""
+    for text in _strings(value):
+        problem = syntax_problem(text, expression=expr)
+        if problem:
+            raise _fail(f"{key!r}: {problem} in {brief(text)}", m, key, ctx)
+
+
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    if depth > 50:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v, depth + 1)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v, depth + 1)]
+    return []
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def _task_label(m: YamlMap) -> str:
+    name = m.get("name")
+    return f"task {str(name)!r}" if isinstance(name, str | int | float) else "task"
+
+
+def _module_key(reader: _Reader, m: YamlMap, keywords: Sequence[str], ctx: str) -> str:
+    """The one key of `m` that names a module; errors for none, two, or unknown."""
+    others = [k for k in m if k not in keywords]
+    for key in others:
+        if not isinstance(key, str):
+            raise _fail(f"unknown key {brief(key)}", m, key, ctx)
+        if key in UNSUPPORTED:
+            raise _fail(f"{key!r}: {UNSUPPORTED[key]}", m, key, ctx)
+        if reader.canonical(key) is None and key not in _import_names():
+            choices = [*keywords, *reader.known]
+            raise _fail(f"unknown module or keyword {key!r}{did_you_mean(key, choices)}",
+                        m, key, ctx)
+    if not others:
+        raise _fail("task names no module (known: "
+                    f"{', '.join(sorted(reader.known))})", m, None, ctx)
+    if len(others) > 1:
+        raise _fail(f"task names more than one module: {', '.join(map(repr, others))}",
+                    m, others[1], ctx)
+    return others[0]
+
+
+def _import_names() -> set[str]:
+    return {f"{p}{name}" for name in IMPORT_MODULES for p in ("", *FQCN_PREFIXES)}
+
+
+def _module_args(reader: _Reader, m: YamlMap, key: str, module: str, ctx: str) -> dict:
+    raw = m[key]
+    if raw is None:
+        args: dict[str, Any] = {}
+    elif isinstance(raw, YamlMap):
+        args = dict(raw)
+    elif isinstance(raw, str) and module in FREE_FORM_MODULES:
+        args = {"cmd": raw}
+    elif isinstance(raw, str | int | float) and not isinstance(raw, bool):
+        args = _key_value_args(str(raw), m, key, ctx)
+    else:
+        raise _fail(f"arguments of {key!r} must be a mapping, got {brief(raw)}", m, key, ctx)
+    args = {**_mapping(m, "args", ctx), **args}
+    sources = [s for s in (raw, m.get("args")) if isinstance(s, YamlMap)]
+    _check_args(reader, args, sources, m, key, module, ctx)
+    _check_jinja(args, m, key, ctx)
+    return args
+
+
+def _key_value_args(text: str, m: YamlMap, key: str, ctx: str) -> dict[str, str]:
+    """Ansible's legacy `copy: src=a dest=b` form."""
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise _fail(f"cannot parse arguments of {key!r}: {err}", m, key, ctx) from None
+    args = {}
+    for word in words:
+        name, sep, value = word.partition("=")
+        if not sep or not name:
+            raise _fail(f"module {key!r} takes a mapping or key=value arguments, "
+                        f"got {brief(word)}", m, key, ctx)
+        args[name] = value
+    return args
+
+
+def _check_args(reader: _Reader, args: dict, sources: Sequence[YamlMap], m: YamlMap,
+                key: str, module: str, ctx: str) -> None:
+    """Every argument name must be one the module takes; errors point at its line."""
+    allowed = reader.known[module]
+    for name in args:
+        if isinstance(name, str) and (allowed is None or name in allowed):
+            continue
+        at, at_key = next(((s, name) for s in sources if name in s), (m, key))
+        if not isinstance(name, str):
+            raise _fail(f"argument name {brief(name)} of module {module!r} must be a "
+                        "string", at, at_key, ctx)
+        raise _fail(f"unknown argument {name!r} for module {module!r}"
+                    f"{did_you_mean(name, allowed or ())}; it takes: "
+                    f"{', '.join(sorted(allowed or ())) or 'no arguments'}", at, at_key, ctx)
+
+
+def _conditions(m: YamlMap, key: str, ctx: str) -> list[str] | None:
+    if key not in m or m[key] is None:
+        return None
+    exprs = _str_list(m, key, ctx, allow_bool=True)
+    _check_jinja(exprs, m, key, ctx, expr=True)
+    return exprs
+
+
+def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
+    """The keywords of a task, validated (everything but name/module/args)."""
+    until = _conditions(m, "until", ctx)
+    if until is not None and len(until) != 1:
+        raise _fail("'until' must be one expression", m, "until", ctx)
+    register = _text(m, "register", ctx)
+    if register is not None and not VAR_NAME_RE.match(register):
+        raise _fail(f"'register' must be a variable name, got {register!r}", m, "register", ctx)
+    default_retries = DEFAULT_UNTIL_RETRIES if until else 0
+    timeout = _number(m, "timeout", ctx, None)
+    if timeout == 0:
+        raise _fail("'timeout' must be more than 0 seconds", m, "timeout", ctx)
+    environment = _mapping(m, "environment", ctx)
+    _check_jinja(environment, m, "environment", ctx)
+    return dict(
+        when=_conditions(m, "when", ctx) or [], tags=_tags(m, ctx), register=register,
+        notify=_str_list(m, "notify", ctx), changed_when=_conditions(m, "changed_when", ctx),
+        failed_when=_conditions(m, "failed_when", ctx),
+        retries=_number(m, "retries", ctx, default_retries, integer=True),
+        until=until[0] if until else None, delay=_number(m, "delay", ctx, DEFAULT_DELAY),
+        timeout=timeout, no_log=_bool(m, "no_log", ctx),
+        ignore_errors=_bool(m, "ignore_errors", ctx), environment=environment)
+
+
+def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list[Task]:
+    """One task (or, for import_tasks, the tasks it brings in)."""
+    ctx = _task_label(m)
+    keywords = HANDLER_KEYWORDS if handler else TASK_KEYWORDS
+    key = _module_key(reader, m, keywords, ctx)
+    if key in _import_names():
+        return _import(reader, m, key, handler, ctx)
+    module = reader.canonical(key)
+    assert module is not None  # _module_key refused unknown modules
+    fields = _task_fields(m, ctx)
+    name = _text(m, "name", ctx, module) or module
+    _check_jinja(name, m, "name", ctx)
+    loc = m.where()
+    args = _module_args(reader, m, key, module, ctx)
+    if handler:
+        return [Handler(name, module, args, listen=_str_list(m, "listen", ctx), loc=loc,
+                        **fields)]
+    return [Task(name, module, args, loc=loc, **fields)]
+
+
+def _task_list(reader: _Reader, m: YamlMap, key: str, ctx: str,
+               handler: bool) -> list[Task]:
+    raw = m.get(key)
+    if raw is None:
+        return []
+    if not isinstance(raw, YamlList):
+        raise _fail(f"{key!r} must be a list of tasks, got {brief(raw)}", m, key, ctx)
+    return _tasks_of(reader, raw, handler)
+
+
+def _tasks_of(reader: _Reader, items: YamlList, handler: bool) -> list[Task]:
+    out: list[Task] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, YamlMap):
+            raise _fail(f"a task must be a mapping (name: ..., module: ...), got "
+                        f"{brief(item)}", items, i)
+        out += _parse_task(reader, item, handler)
+    return out
+
+
+# ---------------------------------------------------------------- import_tasks
+
+
+def _import(reader: _Reader, m: YamlMap, key: str, handler: bool, ctx: str) -> list[Task]:
+    """Expand `import_tasks: file.yml` in place; its `when`/`tags` apply to each task."""
+    for other in m:
+        if other != key and other not in IMPORT_KEYWORDS:
+            raise _fail(f"{other!r} cannot be used with {key!r} (only "
+                        f"{', '.join(IMPORT_KEYWORDS)})", m, other, ctx)
+    path = _import_path(reader, m, key, ctx)
+    if len(reader.imports) >= MAX_IMPORT_DEPTH or \
+            path.resolve() in [p.resolve() for p in reader.imports]:
+        chain = " -> ".join(p.name for p in [*reader.imports, path])
+        raise _fail(f"import loop or too deep: {chain}", m, key, ctx)
+    items = load_yaml(path, what="a list of tasks")
+    if not isinstance(items, YamlList):
+        raise _fail(f"{path} must hold a list of tasks, got {brief(items)}", m, key, ctx)
+    when, tags = _conditions(m, "when", ctx) or [], _tags(m, ctx)
+    reader.imports.append(path)
+    try:
+        tasks = _tasks_of(reader, items, handler)
+    finally:
+        reader.imports.pop()
+    return [replace(t, when=[*when, *t.when], tags=t.tags | tags) for t in tasks]
+
+
+def _import_path(reader: _Reader, m: YamlMap, key: str, ctx: str) -> Path:
+    raw = m[key]
+    if isinstance(raw, YamlMap) and set(raw) <= {"file"}:
+        raw = raw.get("file")
+    if not isinstance(raw, str) or not raw.strip():
+        raise _fail(f"{key!r} must name a task file, got {brief(raw)}", m, key, ctx)
+    if "{{" in raw or "{%" in raw:
+        raise _fail(f"{key!r}: a templated file name is not supported (tasks are "
+                    "imported when the playbook is read)", m, key, ctx)
+    current = reader.imports[-1] if reader.imports else reader.path
+    for base in dict.fromkeys([current.parent, reader.path.parent]):
+        candidate = Path(os.path.normpath(base / raw))
+        if candidate.is_file():
+            return candidate
+    raise _fail(f"{key!r}: task file {raw!r} not found next to {current.name} or "
+                f"{reader.path.name}", m, key, ctx)
+
+
+# ---------------------------------------------------------------- plays
+
+
+def _check_play_keys(m: YamlMap, ctx: str) -> None:
+    for key in m:
+        if key in PLAY_KEYS:
+            continue
+        if key in UNSUPPORTED:
+            raise _fail(f"{key!r}: {UNSUPPORTED[key]}", m, key, ctx)
+        if key not in PLAY_KEYS:
+            raise _fail(f"unknown play key {brief(key)}{did_you_mean(key, PLAY_KEYS)}; "
+                        f"expected one of: {', '.join(PLAY_KEYS)}", m, key, ctx)
+
+
+def _hosts(m: YamlMap, ctx: str) -> str:
+    words = _str_list(m, "hosts", ctx)
+    hosts = ",".join(w.strip() for w in words if w.strip())
+    if "hosts" in m and not hosts:
+        raise _fail("'hosts' must be a non-empty pattern", m, "hosts", ctx)
+    return hosts or "all"
+
+
+def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    raw = m.get("vars_files")
+    if raw is not None and not isinstance(raw, YamlList):
+        raise _fail("'vars_files' must be a list of file names", m, "vars_files", ctx)
+    for i, name in enumerate(raw or []):
+        if not isinstance(name, str) or "{{" in name:
+            raise _fail(f"vars_files entry must be a plain file name, got {brief(name)}",
+                        raw, i, ctx)
+        data = load_yaml(reader.path.parent / name, what="a mapping of variables")
+        if not isinstance(data, YamlMap):
+            raise _fail(f"vars file {name!r} must hold a mapping, got {brief(data)}",
+                        raw, i, ctx)
+        merged.update(_checked_names(data, "vars_files", ctx, var_names=True))
+    return merged
+
+
+def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
+    name = _text(m, "name", "play", f"play #{index + 1}")
+    ctx = f"play {name!r}"
+    _check_play_keys(m, ctx)
+    variables = {**_mapping(m, "vars", ctx, var_names=True), **_vars_files(reader, m, ctx)}
+    tags = _tags(m, ctx)
+    tasks = [replace(t, tags=t.tags | tags)
+             for t in _task_list(reader, m, "tasks", ctx, handler=False)]
+    handlers = _task_list(reader, m, "handlers", ctx, handler=True)
+    _check_notify([*tasks, *handlers], handlers)
+    return Play(name or f"play #{index + 1}", _hosts(m, ctx), variables, tasks,
+                handlers, tags, m.where())
+
+
+def _check_notify(tasks: Sequence[Task], handlers: Sequence[Task]) -> None:
+    seen: dict[str, str] = {}
+    for h in handlers:
+        if h.name in seen:
+            raise PlaybookError(f"handler name {h.name!r} is already used at {seen[h.name]}",
+                                where=h.loc)
+        seen[h.name] = h.loc
+    topics = {h.name for h in handlers}
+    topics |= {t for h in handlers if isinstance(h, Handler) for t in h.listen}
+    for task in tasks:
+        for name in task.notify:
+            if name not in topics:
+                known = ", ".join(sorted(topics)) or "none defined"
+                raise PlaybookError(f"task {task.name!r}: notify {name!r} names no handler"
+                                    f"{did_you_mean(name, topics)} (handlers: {known})",
+                                    where=task.loc)
+
+
+def load_playbook(path: str | Path,
+                  known_modules: Mapping[str, set[str] | None]) -> Playbook:
+    """Read and validate a playbook. `known_modules` maps each module name to the
+    argument names it accepts (None: anything)."""
+    reader = _Reader(Path(path), known_modules)
+    doc = load_yaml(path, what="a list of plays")
+    if not isinstance(doc, YamlList):
+        raise PlaybookError("a playbook is a list of plays (start each play with '- "
+                            f"hosts: ...'), got {brief(doc)}", where=f"{path}:1")
+    if not doc:
+        raise PlaybookError("the playbook has no plays", where=f"{path}:1")
+    plays = []
+    for i, item in enumerate(doc):
+        if not isinstance(item, YamlMap):
+            raise _fail(f"a play must be a mapping (hosts, tasks, ...), got {brief(item)}",
+                        doc, i)
+        try:
+            plays.append(_parse_play(reader, item, i))
+        except RecursionError:
+            raise _fail("play is nested too deeply", doc, i) from None
+    return Playbook(str(path), plays)
