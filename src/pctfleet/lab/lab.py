@@ -1,0 +1,355 @@
+"""The local lab: Proxmox-like nodes (sshd + pct) and real LXC containers.
+
+`Lab.up()` brings the lab to its declared state (everything defined exists
+and runs), `Lab.down()` removes what the lab started, and the fault methods
+break things for real so tests can watch the product cope.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import ipaddress
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from . import containers as cts
+from . import nodes as nd
+from .containers import Container
+from .inventory import render_inventory
+from .model import ContainerStatus, LabError, LabInfo, LabStatus, NodeInfo, NodeStatus
+from .nodes import Node
+from .rootfs import CACHE_DIR, ensure_rootfs
+from .system import check_host, run, tool, write_if_changed
+
+DEFAULT_STATE_DIR = Path("/var/lib/pctfleet-lab")
+DEFAULT_ADDRESS_BASE = "127.0.10"
+DEFAULT_PORT = 22
+FIRST_CTID = 200
+STATE_VERSION = 1
+
+
+def _quiet(_msg: str) -> None:
+    pass
+
+
+class Lab:
+    """A lab rooted at `state_dir`; nodes are `<address_base>.1`, `.2`, ..."""
+
+    def __init__(
+        self,
+        state_dir: Path = DEFAULT_STATE_DIR,
+        address_base: str | None = None,
+        port: int | None = None,
+        *,
+        rootfs_cache: Path = CACHE_DIR,
+        say: Callable[[str], None] = _quiet,
+    ) -> None:
+        self.state_dir = Path(state_dir).absolute()
+        # Unset means: whatever the existing lab in state_dir uses, else the default.
+        existing = self._load_state() or {}
+        self.address_base = address_base or existing.get("address_base", DEFAULT_ADDRESS_BASE)
+        self.port = port or existing.get("port", DEFAULT_PORT)
+        self.rootfs_cache = rootfs_cache
+        self.say = say
+        self._validate_address_base()
+
+    # --- paths -----------------------------------------------------------------
+
+    @property
+    def identity(self) -> Path:
+        return self.state_dir / "id_ed25519"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.state_dir / "known_hosts"
+
+    @property
+    def inventory(self) -> Path:
+        return self.state_dir / "inventory.yml"
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "lab.json"
+
+    @property
+    def lxcpath(self) -> Path:
+        return self.state_dir / "lxc"
+
+    def _validate_address_base(self) -> None:
+        try:
+            first = ipaddress.IPv4Address(f"{self.address_base}.1")
+        except ValueError:
+            raise LabError(
+                f"address base {self.address_base!r} must be three octets, like 127.0.10"
+            ) from None
+        if not first.is_loopback:
+            # The lab only ever listens on (and tests only ever connect to) 127/8.
+            raise LabError(f"address base {self.address_base!r} is not in 127.0.0.0/8")
+
+    # --- model -------------------------------------------------------------------
+
+    def _node(self, index: int) -> Node:
+        return Node(index, f"{self.address_base}.{index}", self.port, self.state_dir)
+
+    def _container(self, node: Node, ctid: int) -> Container:
+        return Container(node.index, ctid, self.lxcpath)
+
+    def _load_state(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.state_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            raise LabError(f"{self.state_file} is corrupt ({exc}); run `lab down`") from None
+
+    def _layout(self) -> list[tuple[Node, list[int]]]:
+        state = self._load_state()
+        if state is None:
+            raise LabError(f"no lab in {self.state_dir}; run `pctfleet lab up` first")
+        return [
+            (Node(n["index"], n["address"], n["port"], self.state_dir), list(n["containers"]))
+            for n in state["nodes"]
+        ]
+
+    def _find(self, node: str) -> tuple[Node, list[int]]:
+        for candidate, ctids in self._layout():
+            if candidate.name == node:
+                return candidate, ctids
+        raise LabError(f"no node named {node!r} in the lab at {self.state_dir}")
+
+    def _find_ct(self, node: str, ctid: int) -> Container:
+        found, ctids = self._find(node)
+        if ctid not in ctids:
+            raise LabError(f"{node} has no container {ctid} (it has {ctids})")
+        return self._container(found, ctid)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        # Outside state_dir, because `down` deletes state_dir.
+        lock = self.state_dir.with_name(f".{self.state_dir.name}.lock")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+    # --- up ----------------------------------------------------------------------
+
+    def up(self, nodes: int = 2, containers: int = 2) -> LabInfo:
+        """Make every defined node and container exist and run; add missing ones."""
+        if not 1 <= nodes <= 254 or not 1 <= containers <= 100:
+            raise LabError("nodes must be 1..254 and containers 1..100")
+        check_host()
+        with self._locked():
+            state = self._load_state()
+            self._check_compatible(state)
+            if state:
+                nodes = max(nodes, len(state["nodes"]))
+                containers = max([containers] + [len(n["containers"]) for n in state["nodes"]])
+            rootfs = ensure_rootfs(self.rootfs_cache, self.say)
+            self._ensure_client_key()
+            layout = [
+                (self._node(i), list(range(FIRST_CTID, FIRST_CTID + containers)))
+                for i in range(1, nodes + 1)
+            ]
+            for node, ctids in layout:
+                self._up_node(node, ctids, rootfs)
+            info = self._info(layout)
+            self._write_outputs(info, layout, rootfs)
+            return info
+
+    def _check_compatible(self, state: dict[str, Any] | None) -> None:
+        if state is None:
+            return
+        if state.get("address_base") != self.address_base or state.get("port") != self.port:
+            raise LabError(
+                f"the lab in {self.state_dir} uses {state.get('address_base')}.N port "
+                f"{state.get('port')}; run `pctfleet lab down` before changing that"
+            )
+
+    def _ensure_client_key(self) -> None:
+        self.state_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+        if not self.identity.exists():
+            cmd = [tool("ssh-keygen"), "-q", "-t", "ed25519", "-N", "", "-C", "pctfleet-lab"]
+            run([*cmd, "-f", str(self.identity)])
+        self.identity.chmod(0o600)
+
+    def _up_node(self, node: Node, ctids: list[int], rootfs: Path) -> None:
+        pub = self.identity.with_suffix(".pub")
+        if nd.ensure_files(node, self.lxcpath, pub):
+            nd.reload_sshd(node)
+        for ctid in ctids:
+            ct = self._container(node, ctid)
+            cts.ensure_defined(ct, rootfs)
+            nd.ensure_ct_config(node, ct)
+            cts.start(ct)
+        nd.start_sshd(node)
+
+    def _info(self, layout: list[tuple[Node, list[int]]]) -> LabInfo:
+        return LabInfo(
+            state_dir=self.state_dir,
+            inventory=self.inventory,
+            identity=self.identity,
+            known_hosts=self.known_hosts,
+            nodes=[NodeInfo(n.name, n.address, n.port, list(c)) for n, c in layout],
+        )
+
+    def _write_outputs(
+        self, info: LabInfo, layout: list[tuple[Node, list[int]]], rootfs: Path
+    ) -> None:
+        hosts = "".join(f"{n.address} {nd.host_public_key(n)}\n" for n, _ in layout)
+        write_if_changed(self.known_hosts, hosts)
+        write_if_changed(self.inventory, render_inventory(info, self.port))
+        state = {
+            "version": STATE_VERSION,
+            "address_base": self.address_base,
+            "port": self.port,
+            "lxcpath": str(self.lxcpath),
+            "rootfs": str(rootfs),
+            "nodes": [self._node_record(n, c) for n, c in layout],
+        }
+        write_if_changed(self.state_file, json.dumps(state, indent=2) + "\n")
+
+    def _node_record(self, node: Node, ctids: list[int]) -> dict[str, Any]:
+        return {
+            "name": node.name,
+            "index": node.index,
+            "address": node.address,
+            "port": node.port,
+            "sshd_pidfile": str(node.pidfile),
+            "sshd_pid": node.sshd_pid(),
+            "sshd_config": str(node.config_for(node.port)),
+            "relay_pidfile": str(node.relay_pidfile),
+            "containers": ctids,
+            "lxc_names": {str(c): self._container(node, c).name for c in ctids},
+        }
+
+    @property
+    def info(self) -> LabInfo:
+        """What the last `up` made, read back from lab.json."""
+        return self._info(self._layout())
+
+    # --- status ------------------------------------------------------------------
+
+    def status(self) -> LabStatus:
+        state = self._load_state()
+        if state is None:
+            return LabStatus(self.state_dir, exists=False)
+        result = LabStatus(self.state_dir, exists=True)
+        for node, ctids in self._layout():
+            pid = node.sshd_pid()
+            node_status = NodeStatus(
+                node.name, node.address, node.port, pid is not None, pid, nd.relay_mode(node)
+            )
+            for ctid in ctids:
+                ct = self._container(node, ctid)
+                node_status.containers.append(
+                    ContainerStatus(ctid, ct.name, ct.hostname, cts.state(ct))
+                )
+            result.nodes.append(node_status)
+        return result
+
+    # --- down --------------------------------------------------------------------
+
+    def down(self) -> None:
+        """Stop only what the lab started (PID files, lxc-stop) and remove state_dir.
+
+        The rootfs cache and the pip cache are kept.
+        """
+        with self._locked():
+            if not self.state_dir.exists():
+                return
+            for node in self._nodes_on_disk():
+                nd.stop_relay(node)
+                nd.stop_everything(node)
+            still_running = []
+            for ct in self._containers_on_disk():
+                cts.stop(ct)
+                if cts.state(ct) == "running":
+                    still_running.append(ct.name)
+            if still_running:
+                raise LabError(f"could not stop {still_running}; state kept in {self.state_dir}")
+            shutil.rmtree(self.state_dir)
+
+    def _nodes_on_disk(self) -> list[Node]:
+        # From the directories, not lab.json, so a half-made lab is cleaned up too.
+        found = []
+        for path in self.state_dir.glob("node*"):
+            m = re.fullmatch(r"node(\d+)", path.name)
+            if m and path.is_dir():
+                found.append(self._node(int(m.group(1))))
+        return found
+
+    def _containers_on_disk(self) -> list[Container]:
+        found = []
+        for path in self.lxcpath.glob("pctfleet-n*-*"):
+            m = re.fullmatch(r"pctfleet-n(\d+)-(\d+)", path.name)
+            if m and (path / "config").exists():
+                found.append(Container(int(m.group(1)), int(m.group(2)), self.lxcpath))
+        return found
+
+    # --- faults ------------------------------------------------------------------
+
+    def stop_container(self, node: str, ctid: int) -> None:
+        cts.stop(self._find_ct(node, ctid))
+
+    def start_container(self, node: str, ctid: int) -> None:
+        cts.start(self._find_ct(node, ctid))
+
+    def kill_sshd(self, node: str) -> None:
+        """Kill the node's sshd listener and its live sessions (SIGKILL)."""
+        nd.kill_sshd(self._find(node)[0])
+
+    def start_sshd(self, node: str) -> None:
+        nd.start_sshd(self._find(node)[0])
+
+    @contextmanager
+    def hang(self, node: str) -> Iterator[None]:
+        """While inside: connections to the node are accepted and get no bytes."""
+        with self._behind_relay(node, "hang", 0):
+            yield
+
+    @contextmanager
+    def latency(self, node: str, ms: int) -> Iterator[None]:
+        """While inside: every chunk to and from the node's sshd waits `ms` ms."""
+        if ms < 0:
+            raise LabError("latency must be >= 0 ms")
+        with self._behind_relay(node, "delay", ms):
+            yield
+
+    @contextmanager
+    def _behind_relay(self, name: str, mode: str, ms: int) -> Iterator[None]:
+        node, _ = self._find(name)
+        if nd.relay_pid(node) is not None:
+            raise LabError(f"{name} already has a fault relay in front of its sshd")
+        # sshd moves to a private port with the same host key, so known_hosts
+        # still matches whatever answers on the public port.
+        nd.stop_listener(node)
+        try:
+            nd.start_sshd(node, node.private_port())
+            nd.start_relay(node, mode, ms)
+            yield
+        finally:
+            nd.stop_relay(node)
+            nd.stop_listener(node)
+            nd.start_sshd(node)
+
+    # --- convenience ---------------------------------------------------------------
+
+    def ssh_args(self, node: str) -> list[str]:
+        """OpenSSH client argv (without the remote command) for root on `node`."""
+        found, _ = self._find(node)
+        return [
+            "ssh",
+            "-i", str(self.identity),
+            "-o", f"UserKnownHostsFile={self.known_hosts}",
+            "-o", "StrictHostKeyChecking=yes",
+            "-o", "BatchMode=yes",
+            "-o", "ConnectTimeout=5",
+            "-p", str(found.port),
+            f"root@{found.address}",
+        ]  # fmt: skip

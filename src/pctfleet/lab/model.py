@@ -1,0 +1,77 @@
+"""Data the lab hands out: what `up` made, and what `status` sees."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class LabError(Exception):
+    """A lab operation failed; the message says what to do about it."""
+
+
+@dataclass
+class NodeInfo:
+    name: str
+    address: str
+    port: int
+    containers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class LabInfo:
+    state_dir: Path
+    inventory: Path
+    identity: Path
+    known_hosts: Path
+    nodes: list[NodeInfo] = field(default_factory=list)
+
+    def node(self, name: str) -> NodeInfo:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise LabError(f"no node named {name!r} in the lab at {self.state_dir}")
+
+
+@dataclass
+class ContainerStatus:
+    ctid: int
+    lxc_name: str
+    hostname: str
+    state: str  # "running", "stopped" or "missing"
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+
+@dataclass
+class NodeStatus:
+    name: str
+    address: str
+    port: int
+    sshd_running: bool
+    sshd_pid: int | None
+    relay: str | None  # "hang" or "delay" while a fault relay is in front of sshd
+    containers: list[ContainerStatus] = field(default_factory=list)
+
+
+@dataclass
+class LabStatus:
+    state_dir: Path
+    exists: bool
+    nodes: list[NodeStatus] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        """True when every node's sshd and every container is running."""
+        return self.exists and all(
+            n.sshd_running and all(c.running for c in n.containers) for n in self.nodes
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["state_dir"] = str(self.state_dir)
+        data["healthy"] = self.healthy
+        return data
