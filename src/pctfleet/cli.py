@@ -33,7 +33,7 @@ def fail(message: str, code: int) -> typer.Exit:
 
 
 def select_containers(inventory: Path | None, host: str | None, ct: str | None, limit: str | None):
-    """The containers a command works on: from -i INVENTORY or --host/--ct."""
+    """The inventory and the containers a command works on: -i INVENTORY or --host/--ct."""
     from .inventory import adhoc_inventory, load_inventory, parse_ctids
 
     if inventory and host:
@@ -46,7 +46,7 @@ def select_containers(inventory: Path | None, host: str | None, ct: str | None, 
         inv = load_inventory(inventory)
     else:
         raise fail("say where: -i INVENTORY, or --host NODE --ct 200", exitcodes.BAD_OPTIONS)
-    return inv.select(limit)
+    return inv, inv.select(limit)
 
 
 @app.command("exec", context_settings={"allow_interspersed_args": False})
@@ -80,7 +80,7 @@ def exec_command(
     succeeded, 3 if a node was unreachable, 2 otherwise. Each container's
     output lines are prefixed with node/ctid.
     """
-    containers = select_containers(inventory, host, ct, limit)
+    _, containers = select_containers(inventory, host, ct, limit)
     cli = o.connect_options(
         user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
     )
@@ -117,6 +117,231 @@ def _output_plan(as_json: bool, count: int) -> adhoc.OutputPlan:
         return adhoc.OutputPlan("collect")
     mode = "raw" if count == 1 else "prefix"
     return adhoc.OutputPlan(mode, sys.stdout.buffer, sys.stderr.buffer)
+
+
+DEFAULT_PLAYBOOK = Path("playbooks/site.yml")
+
+
+def _split_tags(text: str | None) -> set[str] | None:
+    return {t.strip() for t in text.split(",") if t.strip()} if text else None
+
+
+def _playbook_run(
+    playbook: Path,
+    *,
+    inventory,
+    host,
+    ct,
+    limit,
+    conn,
+    tags,
+    skip_tags,
+    check,
+    diff,
+    extra,
+    forks,
+    as_json,
+    verbose,
+    journal_dir,
+) -> int:
+    """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
+    from rich.console import Console
+
+    from . import report
+    from .engine import RunOptions
+    from .fleet import RunRequest, run_playbook
+    from .inventory import parse_extra_vars
+    from .journal import Journal
+
+    if not playbook.is_file():
+        raise fail(f"playbook not found: {playbook}", exitcodes.BAD_OPTIONS)
+    inv, containers = select_containers(inventory, host, ct, limit)
+    options = RunOptions(
+        check=check,
+        diff=diff,
+        tags=_split_tags(tags),
+        skip_tags=_split_tags(skip_tags),
+        extra_vars=parse_extra_vars(extra),
+    )
+    request = RunRequest(playbook, inv, containers, conn, options, forks)
+    journal = Journal(journal_dir)
+    console = Console(stderr=True, soft_wrap=True)
+    live = report.LiveReport(console, verbose, show_diff=diff and not as_json)
+    console.print(
+        f"run {journal.run_id}: {playbook} on {len(containers)} container(s)"
+        f"{' (check mode)' if check else ''}",
+        highlight=False,
+    )
+    journal.write(
+        "start", playbook=str(playbook), containers=[c.key for c in containers], check=check
+    )
+    try:
+        runs = run_playbook(request, journal, live.task)
+    except KeyboardInterrupt:
+        request.stop.set()
+        journal.write("interrupted")
+        raise
+    finally:
+        journal.close()
+    if as_json:
+        typer.echo(report.document(runs, journal.run_id, {"journal": str(journal.path)}))
+    else:
+        report.recap(console, runs, journal.run_id)
+    return _run_exit_code(runs)
+
+
+def _run_exit_code(runs) -> int:
+    statuses = {r.status for r in runs}
+    if statuses & {"unreachable", "ct-missing", "ct-stopped", "timeout"}:
+        return exitcodes.UNREACHABLE
+    if "interrupted" in statuses:
+        return exitcodes.INTERRUPTED
+    if "failed" in statuses:
+        return exitcodes.FAILED
+    return exitcodes.OK
+
+
+Check = Annotated[
+    bool, typer.Option("--check", "-C", help="Change nothing; report what would change.")
+]
+Diff = Annotated[
+    bool, typer.Option("--diff", "-D", help="Show before/after of files and package versions.")
+]
+Tags = Annotated[
+    str | None, typer.Option("--tags", "-t", help="Only tasks with these tags (comma-separated).")
+]
+SkipTags = Annotated[str | None, typer.Option("--skip-tags", help="Skip tasks with these tags.")]
+Extra = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--extra-vars", "-e", help="k=v, @file.yml or a JSON mapping; highest precedence."
+    ),
+]
+Forks = Annotated[int, typer.Option("--forks", "-f", min=1, help="Containers worked on at once.")]
+Json = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
+Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More detail; repeat.")]
+JournalDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal-dir", help="Where run journals go [default: ~/.local/state/pctfleet/runs]."
+    ),
+]
+
+
+@app.command("run")
+def run_command(
+    playbook: Annotated[Path, typer.Argument(help="Playbook YAML.", show_default=False)],
+    inventory: o.Inventory = None,
+    host: o.Host = None,
+    ct: o.Ct = None,
+    limit: o.Limit = None,
+    tags: Tags = None,
+    skip_tags: SkipTags = None,
+    check: Check = False,
+    diff: Diff = False,
+    extra_vars: Extra = None,
+    forks: Forks = 10,
+    as_json: Json = False,
+    verbose: Verbose = 0,
+    journal_dir: JournalDir = None,
+    user: o.User = None,
+    port: o.Port = None,
+    identity: o.Identity = None,
+    known_hosts: o.KnownHosts = None,
+    accept_new_host_keys: o.AcceptNew = False,
+    timeout: o.Timeout = 600.0,
+    connect_timeout: o.ConnectTimeout = 10.0,
+) -> int:
+    """Bring containers to the state a playbook declares.
+
+    Example: pctfleet run playbooks/site.yml -i inventory/prod.yml --check --diff
+
+    Exit codes: 0 success, 2 a task failed, 3 a container was unreachable
+    (node down, container missing or stopped, timeout), 4 bad inventory,
+    playbook or vars, 5 bad options, 99 interrupted.
+    """
+    conn = o.connect_options(
+        user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
+    )
+    return _playbook_run(
+        playbook,
+        inventory=inventory,
+        host=host,
+        ct=ct,
+        limit=limit,
+        conn=conn,
+        tags=tags,
+        skip_tags=skip_tags,
+        check=check,
+        diff=diff,
+        extra=extra_vars or [],
+        forks=forks,
+        as_json=as_json,
+        verbose=verbose,
+        journal_dir=journal_dir,
+    )
+
+
+@app.command("provision")
+def provision_command(
+    host: o.Host = None,
+    ct: o.Ct = None,
+    inventory: o.Inventory = None,
+    limit: o.Limit = None,
+    playbook: Annotated[Path, typer.Option("--playbook", "-p", help="Playbook to run.")] = (
+        DEFAULT_PLAYBOOK
+    ),
+    tags: Tags = None,
+    skip_tags: SkipTags = None,
+    check: Check = False,
+    diff: Diff = False,
+    extra_vars: Extra = None,
+    forks: Forks = 10,
+    as_json: Json = False,
+    verbose: Verbose = 0,
+    journal_dir: JournalDir = None,
+    user: o.User = None,
+    port: o.Port = None,
+    identity: o.Identity = None,
+    known_hosts: o.KnownHosts = None,
+    accept_new_host_keys: o.AcceptNew = False,
+    timeout: o.Timeout = 1800.0,
+    connect_timeout: o.ConnectTimeout = 10.0,
+) -> int:
+    """Provision one container with the full GPU serving setup (playbooks/site.yml).
+
+    Example: provision --host 10.1.2.6 --ct 200
+
+    Same options and exit codes as 'pctfleet run'.
+    """
+    conn = o.connect_options(
+        user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
+    )
+    return _playbook_run(
+        _default_playbook(playbook),
+        inventory=inventory,
+        host=host,
+        ct=ct,
+        limit=limit,
+        conn=conn,
+        tags=tags,
+        skip_tags=skip_tags,
+        check=check,
+        diff=diff,
+        extra=extra_vars or [],
+        forks=forks,
+        as_json=as_json,
+        verbose=verbose,
+        journal_dir=journal_dir,
+    )
+
+
+def _default_playbook(playbook: Path) -> Path:
+    """The default playbook is found in the working folder, else the one shipped with us."""
+    if playbook != DEFAULT_PLAYBOOK or playbook.exists():
+        return playbook
+    shipped = Path(__file__).resolve().parent / "data" / "playbooks" / "site.yml"
+    return shipped if shipped.exists() else playbook
 
 
 def _register_subcommands() -> None:

@@ -8,6 +8,7 @@ rather than failing.
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -25,6 +26,10 @@ from .hostkeys import (
     load_known_hosts,
 )
 from .options import ConnectOptions, ResolvedTarget, resolve
+
+# paramiko logs tracebacks of failed handshakes to stderr; we report them as typed outcomes.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko").propagate = False
 
 
 class _Slot:

@@ -1,0 +1,155 @@
+"""A playbook over many containers: preflight, then containers in parallel, play by play."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .engine import ContainerEngine, RunOptions
+from .errors import InputError
+from .journal import Journal
+from .modules import REGISTRY, known_args
+from .playbook import load_playbook, select_tasks
+from .results import ContainerRun, TaskResult
+from .targets import build_fleet
+from .templating import condition, render
+from .transport.options import ConnectOptions
+
+
+@dataclass
+class RunRequest:
+    playbook: Path
+    inventory: Any
+    containers: list
+    connect: ConnectOptions
+    options: RunOptions
+    forks: int = 10
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def container_vars(inventory: Any, container: Any, play: Any, extra: dict) -> dict[str, Any]:
+    """all < group < node < container (inventory) < play vars < extra vars."""
+    variables = dict(inventory.vars_for(container, {}))
+    variables.update(play.vars or {})
+    variables.update(extra)
+    return variables
+
+
+def _placeholders(tasks: list) -> dict[str, Any]:
+    """Stand-ins for names only known once tasks ran (register, set_fact)."""
+    names = {t.register for t in tasks if t.register}
+    for task in tasks:
+        if task.module == "set_fact":
+            names.update(k for k in task.args if not k.startswith("_"))
+    return {name: jinja2.ChainableUndefined(name=name) for name in names}
+
+
+def preflight(
+    play: Any, tasks: list, containers: list, inventory: Any, extra: dict, base_dir: str
+) -> None:
+    """Render every task for every container before anything changes anywhere.
+
+    An undefined variable or a bad argument is an InputError naming the task,
+    raised while no container has been touched.
+    """
+    later = _placeholders(tasks)
+    for container in containers:
+        variables = {**later, **container_vars(inventory, container, play, extra)}
+        for task in tasks:
+            where = f"{task.loc}: task '{task.name}'"
+            try:
+                if task.when:
+                    condition(task.when, variables, where=where)
+                args = render(dict(task.args), variables, where=where)
+                args["_base"], args["_vars"] = base_dir, variables
+                if not any(_mentions(task, name) for name in later):
+                    REGISTRY[task.module].validate(args, where)
+            except InputError:
+                if any(_mentions(task, name) for name in later):
+                    continue  # depends on a result not known yet: checked when reached
+                raise
+
+
+def _mentions(task: Any, name: str) -> bool:
+    return name in repr(task.args) or name in repr(task.when)
+
+
+def run_playbook(
+    request: RunRequest,
+    journal: Journal | None = None,
+    on_result: Callable[[ContainerRun, TaskResult], None] = lambda run, result: None,
+) -> list[ContainerRun]:
+    """Run every play; a container that failed or was unreachable skips later plays."""
+    book = load_playbook(request.playbook, known_args())
+    request.options.base_dir = str(Path(request.playbook).resolve().parent)
+    runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in request.containers}
+    plays = [(play, _play_containers(request, play)) for play in book.plays]
+    for play, containers in plays:
+        tasks = select_tasks(play.tasks, request.options.tags, request.options.skip_tags)
+        preflight(
+            play,
+            tasks + list(play.handlers),
+            containers,
+            request.inventory,
+            request.options.extra_vars,
+            request.options.base_dir,
+        )
+    fleet = build_fleet(request.containers, request.connect)
+    targets = {c.key: t for c, t in zip(request.containers, fleet.targets, strict=True)}
+    try:
+        for play, containers in plays:
+            alive = [c for c in containers if runs[c.key].status in {"ok", "changed"}]
+            _run_play(request, play, alive, targets, runs, journal, on_result)
+    finally:
+        fleet.close()
+    for run in runs.values():
+        run.finish_status()
+    return list(runs.values())
+
+
+def _play_containers(request: RunRequest, play: Any) -> list:
+    chosen = {c.key for c in request.inventory.select(play.hosts or "all")}
+    return [c for c in request.containers if c.key in chosen]
+
+
+def _run_play(request, play, containers, targets, runs, journal, on_result) -> None:  # noqa: ANN001
+    tasks = select_tasks(play.tasks, request.options.tags, request.options.skip_tags)
+
+    def report(run: ContainerRun, result: TaskResult) -> None:
+        if journal:
+            journal.write("task", container=run.key, play=play.name, **result.as_json())
+        on_result(run, result)
+
+    def one(container: Any) -> None:
+        if request.stop.is_set():
+            return
+        variables = container_vars(request.inventory, container, play, request.options.extra_vars)
+        engine = ContainerEngine(
+            targets[container.key],
+            runs[container.key],
+            variables,
+            request.options,
+            report,
+            request.stop,
+        )
+        engine.play(tasks, list(play.handlers))
+        if journal:
+            run = runs[container.key]
+            journal.write(
+                "container",
+                container=run.key,
+                play=play.name,
+                status=run.status,
+                message=run.message,
+                remote_calls=run.remote_calls,
+            )
+
+    with ThreadPoolExecutor(max_workers=max(1, request.forks)) as pool:
+        for future in [pool.submit(one, c) for c in containers]:
+            future.result()

@@ -1,0 +1,285 @@
+"""Long-running servers: launch detached and wait until ready; stop by PID file.
+
+A server is identified only by its PID file and process group, never by a
+name pattern: `pkill -f sglang` would also kill a neighbour's server. The
+launch records a hash of its command line and environment beside the PID
+file, so a second run knows whether the running server is the one wanted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from typing import Any
+
+from ..errors import PlaybookError
+from .base import Fact, Module, Plan, q
+
+STOP_FUNCTION = r"""
+pctfleet_stop() {  # pidfile grace expect
+  pf=$1 grace=$2 expect=$3
+  [ -f "$pf" ] || return 0
+  pid=$(cat "$pf")
+  case $pid in ''|*[!0-9]*) rm -f "$pf" "$pf.spec"; return 0 ;; esac
+  if kill -0 "$pid" 2>/dev/null; then
+    if [ -n "$expect" ] && ! tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$expect"; then
+      echo "pid $pid from $pf is not '$expect': left alone" >&2; rm -f "$pf" "$pf.spec"; return 0
+    fi
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    i=0
+    while kill -0 -- "-$pid" 2>/dev/null && [ "$i" -lt $((grace * 10)) ]; do
+      sleep 0.1; i=$((i + 1))
+    done
+    if kill -0 -- "-$pid" 2>/dev/null; then
+      echo "process group $pid ignored TERM for ${grace}s: KILL" >&2
+      kill -KILL -- "-$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -f "$pf" "$pf.spec"
+}
+"""
+
+PROCESS_PROBE = r"""pf={pidfile}
+if [ -f "$pf" ]; then
+  pid=$(cat "$pf"); echo "pid=$pid"
+  case $pid in ''|*[!0-9]*) ;; *)
+    if kill -0 "$pid" 2>/dev/null && [ "$(cut -d' ' -f3 /proc/$pid/stat)" != Z ]; then
+      echo alive=1
+      tr '\0' '\n' < /proc/$pid/environ 2>/dev/null |
+        grep -qx "PCTFLEET_SERVER={name}" && echo ours=1
+    fi ;;
+  esac
+  [ -f "$pf.spec" ] && echo "spec=$(cat "$pf.spec")"
+fi"""
+
+# Readiness helpers that run inside the container; python3 is on every target we serve.
+HTTP_STATUS = r"""pctfleet_http() {
+  python3 - "$1" <<'PCTFLEET_PY' 2>/dev/null || echo 0
+import sys, urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen(sys.argv[1], timeout=3).status)
+except urllib.error.HTTPError as exc:
+    print(exc.code)
+PCTFLEET_PY
+}
+pctfleet_port() {
+  python3 -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 2)' \
+    "$1" "$2" 2>/dev/null
+}
+"""
+
+
+def _defaults(args: dict[str, Any]) -> None:
+    name = args["name"]
+    args.setdefault("pidfile", f"/run/pctfleet/{name}.pid")
+    args.setdefault("logfile", f"/var/log/pctfleet/{name}.log")
+    args.setdefault("state", "started")
+    args.setdefault("stop_grace", 10)
+    args.setdefault("ready_timeout", 300)
+    args.setdefault("ready_status", 200)
+
+
+class Server(Module):
+    """Run a server detached (setsid, env, PID file, log) and wait until it is ready.
+
+    Ready means every given check holds: `ready_url` answers `ready_status`,
+    `ready_port` accepts TCP, `ready_log` appears in the log. A line from
+    `fail_log` in the log, or the process dying, fails at once with the log tail.
+    """
+
+    name = "server"
+    args = {
+        "name",
+        "command",
+        "env",
+        "chdir",
+        "pidfile",
+        "logfile",
+        "state",
+        "stop_grace",
+        "ready_url",
+        "ready_status",
+        "ready_port",
+        "ready_host",
+        "ready_log",
+        "ready_timeout",
+        "fail_log",
+    }
+
+    def validate(self, args: dict[str, Any], where: str) -> None:
+        if (
+            not args.get("name")
+            or not str(args["name"]).replace("-", "").replace("_", "").isalnum()
+        ):
+            raise PlaybookError("server: 'name' must be letters, digits, '-' or '_'", where=where)
+        if not args.get("command"):
+            raise PlaybookError("server: 'command' is required", where=where)
+        command = args["command"]
+        args["_argv"] = (
+            shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+        )
+        _defaults(args)
+        if args["state"] not in {"started", "stopped", "restarted"}:
+            raise PlaybookError(
+                "server: 'state' must be started, stopped or restarted", where=where
+            )
+        env = args.get("env") or {}
+        if not isinstance(env, dict):
+            raise PlaybookError("server: 'env' must be a mapping", where=where)
+        args["_env"] = {str(k): str(v) for k, v in env.items()}
+        args["_spec"] = self.spec(args)
+
+    @staticmethod
+    def spec(args: dict[str, Any]) -> str:
+        """Fingerprint of what is launched: a change in any of it means restart."""
+        wanted = {"argv": args["_argv"], "env": args["_env"], "chdir": args.get("chdir") or ""}
+        return hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
+
+    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
+        lines = [PROCESS_PROBE.format(pidfile=q(args["pidfile"]), name=args["name"])]
+        if args.get("ready_url"):
+            lines += [
+                HTTP_STATUS,
+                'if [ -n "${pid:-}" ] && kill -0 "$pid" 2>/dev/null; then',
+                f'echo "health=$(pctfleet_http {q(args["ready_url"])})"; fi',
+            ]
+        return "\n".join(lines)
+
+    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
+        facts = fact.fields() if fact else {}
+        running = bool(facts.get("alive"))
+        state = args["state"]
+        if state == "stopped":
+            if not running and "pid" not in facts:
+                return Plan(False)
+            return Plan(True, script=self._stop_script(args), msg="stopping")
+        healthy = not args.get("ready_url") or facts.get("health") == str(args["ready_status"])
+        if state == "started" and running and facts.get("spec") == args["_spec"] and healthy:
+            return Plan(
+                False, msg=f"running, pid {facts.get('pid')}", result={"pid": int(facts["pid"])}
+            )
+        reason = self._why(facts, running, healthy, state)
+        diff = {
+            "path": args["pidfile"],
+            "before": f"{reason}\n",
+            "after": f"running {shlex.join(args['_argv'])}\n",
+        }
+        return Plan(True, script=self._start_script(args), msg=reason, diff=diff)
+
+    @staticmethod
+    def _why(facts: dict, running: bool, healthy: bool, state: str) -> str:
+        if state == "restarted":
+            return "restart requested"
+        if not running:
+            return "not running"
+        if not healthy:
+            return f"running but unhealthy (health {facts.get('health')})"
+        return "running with a different command line or environment"
+
+    def _stop_script(self, args: dict[str, Any]) -> str:
+        return STOP_FUNCTION + f"pctfleet_stop {q(args['pidfile'])} {int(args['stop_grace'])} ''\n"
+
+    def _start_script(self, args: dict[str, Any]) -> str:
+        pf, log = q(args["pidfile"]), q(args["logfile"])
+        env = " ".join(
+            q(f"{k}={v}") for k, v in {**args["_env"], "PCTFLEET_SERVER": args["name"]}.items()
+        )
+        chdir = f"cd {q(args['chdir'])}\n" if args.get("chdir") else ""
+        launch = " ".join(q(a) for a in args["_argv"])
+        return (
+            "set -e\n"
+            + STOP_FUNCTION
+            + HTTP_STATUS
+            + f"pctfleet_stop {pf} {int(args['stop_grace'])} ''\n"
+            + f'mkdir -p "$(dirname {pf})" "$(dirname {log})"\n'
+            + f"[ -f {log} ] && mv -f {log} {log}.1\n"
+            + chdir
+            + f"env {env} setsid {launch} </dev/null >{log} 2>&1 &\n"
+            + f'pid=$!\necho "$pid" > {pf}.tmp && mv -f {pf}.tmp {pf}\n'
+            + f"echo {q(args['_spec'])} > {pf}.spec\n"
+            + self._wait_script(args)
+        )
+
+    def _wait_script(self, args: dict[str, Any]) -> str:
+        log = q(args["logfile"])
+        checks = []
+        if args.get("ready_url"):
+            checks.append(
+                f'[ "$(pctfleet_http {q(args["ready_url"])})" = {q(str(args["ready_status"]))} ]'
+            )
+        if args.get("ready_port"):
+            host = q(args.get("ready_host") or "127.0.0.1")
+            checks.append(f"pctfleet_port {host} {int(args['ready_port'])}")
+        if args.get("ready_log"):
+            checks.append(f"grep -qF -- {q(args['ready_log'])} {log}")
+        ready = " && ".join(checks) or "true"
+        fails = (
+            [args["fail_log"]]
+            if isinstance(args.get("fail_log"), str)
+            else (args.get("fail_log") or [])
+        )
+        fail_test = " || ".join(f"grep -qF -- {q(f)} {log}" for f in fails) or "false"
+        limit = int(float(args["ready_timeout"]) * 10)
+        return f"""set +e
+i=0
+while :; do
+  if ! kill -0 "$pid" 2>/dev/null || [ "$(cut -d' ' -f3 /proc/$pid/stat 2>/dev/null)" = Z ]; then
+    echo "server exited before it was ready; log tail:" >&2; tail -n 40 {log} >&2; exit 1
+  fi
+  if {fail_test}; then
+    echo "server reported a failure; log tail:" >&2; tail -n 40 {log} >&2; exit 1
+  fi
+  if {ready}; then echo "pid=$pid"; exit 0; fi
+  i=$((i + 1))
+  if [ "$i" -gt {limit} ]; then
+    echo "not ready after {args["ready_timeout"]}s; log tail:" >&2; tail -n 40 {log} >&2; exit 1
+  fi
+  sleep 0.1
+done
+"""
+
+    def finish(self, args: dict[str, Any], plan: Plan, rc: int, out: str, err: str) -> dict:
+        result = super().finish(args, plan, rc, out, err)
+        for line in out.splitlines():
+            if line.startswith("pid="):
+                result["pid"] = int(line[4:])
+        if rc != 0:
+            result["msg"] = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
+            result["log_tail"] = err
+        return result
+
+
+class ServerStop(Module):
+    """Stop whatever a PID file names: TERM to its process group, a grace period, then KILL.
+
+    `expect` (optional) is a piece of the command line the process must have,
+    so a PID reused by an unrelated process is left alone.
+    """
+
+    name = "server_stop"
+    args = {"pidfile", "grace", "expect"}
+
+    def validate(self, args: dict[str, Any], where: str) -> None:
+        if not args.get("pidfile"):
+            raise PlaybookError("server_stop: 'pidfile' is required", where=where)
+        args.setdefault("grace", 10)
+
+    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
+        return PROCESS_PROBE.format(pidfile=q(args["pidfile"]), name="")
+
+    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
+        facts = fact.fields() if fact else {}
+        if "pid" not in facts:
+            return Plan(False, msg="no PID file")
+        expect = q(args.get("expect") or "")
+        script = (
+            STOP_FUNCTION + f"pctfleet_stop {q(args['pidfile'])} {int(args['grace'])} {expect}\n"
+        )
+        what = f"stop pid {facts['pid']}" if facts.get("alive") else "remove stale PID file"
+        return Plan(
+            True,
+            script=script,
+            msg=what,
+            diff={"path": args["pidfile"], "before": f"pid {facts['pid']}\n", "after": "stopped\n"},
+        )

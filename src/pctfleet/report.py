@@ -1,0 +1,96 @@
+"""Human output (rich) and the JSON document of a run: the same data, two renderings."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .results import ContainerRun, TaskResult, summary
+
+STYLE = {
+    "ok": "green",
+    "changed": "yellow",
+    "failed": "bold red",
+    "skipped": "cyan",
+    "unreachable": "bold magenta",
+    "ct-missing": "bold magenta",
+    "ct-stopped": "bold magenta",
+    "timeout": "bold magenta",
+    "interrupted": "bold red",
+}
+
+
+class LiveReport:
+    """A line per task per container as it completes (stderr, so stdout stays clean)."""
+
+    def __init__(self, console: Console, verbose: int = 0, show_diff: bool = False) -> None:
+        self.console = console
+        self.verbose = verbose
+        self.show_diff = show_diff
+        self.lock = threading.Lock()
+
+    def task(self, run: ContainerRun, result: TaskResult) -> None:
+        if result.status == "skipped" and not self.verbose:
+            return
+        style = STYLE.get(result.status, "")
+        prefix = "handler " if result.handler else ""
+        line = f"[{style}]{result.status:8}[/] {run.key:14} {prefix}{result.name}"
+        if result.msg and (result.status == "failed" or self.verbose):
+            line += f"  [dim]{_one_line(result.msg)}[/]"
+        with self.lock:
+            self.console.print(line, highlight=False)
+            if self.show_diff and result.diff:
+                self._diff(result.diff)
+
+    def _diff(self, diff: dict) -> None:
+        import difflib
+
+        before = str(diff.get("before", "")).splitlines(keepends=True)
+        after = str(diff.get("after", "")).splitlines(keepends=True)
+        path = diff.get("path", "")
+        for line in difflib.unified_diff(before, after, f"before: {path}", f"after: {path}"):
+            colour = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+            self.console.print(f"[{colour}]{line.rstrip()}[/]", highlight=False, markup=True)
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def recap(console: Console, runs: list[ContainerRun], run_id: str) -> None:
+    """Ansible's PLAY RECAP, as a table, plus the reason for each container that stopped."""
+    table = Table(title=f"RECAP  run {run_id}", title_justify="left")
+    for column in ("container", "status", "ok", "changed", "failed", "skipped", "calls", "secs"):
+        table.add_column(
+            column, justify="right" if column not in {"container", "status"} else "left"
+        )
+    for run in runs:
+        stats = run.stats()
+        table.add_row(
+            run.key,
+            f"[{STYLE.get(run.status, '')}]{run.status}[/]",
+            *(str(stats[k]) for k in ("ok", "changed", "failed", "skipped")),
+            str(run.remote_calls),
+            f"{run.duration:.1f}",
+        )
+    console.print(table)
+    for run in runs:
+        if run.message:
+            console.print(
+                f"[{STYLE.get(run.status, '')}]{run.key}[/]: {run.message}", highlight=False
+            )
+
+
+def document(runs: list[ContainerRun], run_id: str, extra: dict[str, Any] | None = None) -> str:
+    data = {
+        "run_id": run_id,
+        "containers": [r.as_json() for r in runs],
+        "summary": summary(runs),
+        **(extra or {}),
+    }
+    return json.dumps(data, indent=2, default=str)

@@ -1,0 +1,90 @@
+"""Results of a run: per task, per container, per run. The JSON shape is a contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Container statuses that mean "we never got to judge it": counted apart from failures.
+UNREACHED = ("unreachable", "ct-missing", "ct-stopped", "timeout")
+
+
+@dataclass
+class TaskResult:
+    name: str
+    module: str
+    status: str  # ok | changed | failed | skipped
+    msg: str = ""
+    diff: dict | None = None
+    duration: float = 0.0
+    loc: str = ""
+    handler: bool = False
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return self.status == "changed"
+
+    def as_json(self) -> dict:
+        return {
+            "name": self.name,
+            "module": self.module,
+            "status": self.status,
+            "changed": self.changed,
+            "msg": self.msg,
+            "diff": self.diff,
+            "duration": round(self.duration, 3),
+            "loc": self.loc,
+            "handler": self.handler,
+        }
+
+
+@dataclass
+class ContainerRun:
+    node: str
+    ctid: int
+    name: str | None = None
+    status: str = "ok"  # ok | changed | failed | unreachable | ct-missing | ct-stopped | timeout
+    message: str = ""
+    remote_calls: int = 0
+    duration: float = 0.0
+    tasks: list[TaskResult] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.node}/{self.ctid}"
+
+    def stats(self) -> dict[str, int]:
+        counts = {"ok": 0, "changed": 0, "failed": 0, "skipped": 0}
+        for task in self.tasks:
+            counts[task.status] += 1
+        # Ansible counts a changed task as ok too; keep "ok" meaning "not failed, ran".
+        counts["ok"] += counts["changed"]
+        return counts
+
+    def finish_status(self) -> None:
+        if self.status in UNREACHED or self.status in {"failed", "interrupted"}:
+            return
+        self.status = "changed" if any(t.changed for t in self.tasks) else "ok"
+
+    def as_json(self) -> dict:
+        return {
+            "node": self.node,
+            "ctid": self.ctid,
+            "name": self.name,
+            "status": self.status,
+            "message": self.message,
+            "stats": self.stats(),
+            "remote_calls": self.remote_calls,
+            "duration": round(self.duration, 3),
+            "tasks": [task.as_json() for task in self.tasks],
+        }
+
+
+def summary(runs: list[ContainerRun]) -> dict[str, int]:
+    counts = {"containers": len(runs), "ok": 0, "changed": 0, "failed": 0, "interrupted": 0}
+    for status in UNREACHED:
+        counts[status] = 0
+    for run in runs:
+        counts[run.status] = counts.get(run.status, 0) + 1
+    return counts

@@ -1,0 +1,1 @@
+../../../standin/sglang_standin.py
