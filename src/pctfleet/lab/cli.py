@@ -1,0 +1,133 @@
+"""`pctfleet lab ...`: bring the local lab up, look at it, take it down."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .lab import DEFAULT_STATE_DIR, Lab
+from .model import LabError, LabInfo, LabStatus
+
+lab_app = typer.Typer(
+    help="A local Proxmox-like lab: sshd nodes with `pct` over real LXC containers.",
+    no_args_is_help=True,
+)
+out = Console()
+err = Console(stderr=True)
+
+T = TypeVar("T")
+
+StateDir = Annotated[
+    Path, typer.Option("--state-dir", help="Where the lab keeps its keys, configs and state.")
+]
+AddressBase = Annotated[
+    str | None,
+    typer.Option(
+        "--address-base",
+        help="Nodes get <base>.1, <base>.2, ... in 127/8 "
+        "[default: the existing lab's, else 127.0.10]",
+        show_default=False,
+    ),
+]
+
+
+def _guard(action: Callable[[], T]) -> T:
+    """One clear line on stderr and exit 1 for lab errors; never a traceback."""
+    try:
+        return action()
+    except LabError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+@lab_app.command()
+def up(
+    nodes: Annotated[int, typer.Option("--nodes", "-n", help="Number of nodes.")] = 2,
+    containers: Annotated[int, typer.Option("--containers", "-c", help="Containers per node.")] = 2,
+    state_dir: StateDir = DEFAULT_STATE_DIR,
+    address_base: AddressBase = None,
+) -> None:
+    """Bring the lab to its declared state: every node and container running."""
+    started = time.monotonic()
+
+    def bring_up() -> LabInfo:
+        lab = Lab(state_dir, address_base, say=lambda msg: err.print(msg, highlight=False))
+        return lab.up(nodes=nodes, containers=containers)
+
+    info = _guard(bring_up)
+    _print_usage(info, time.monotonic() - started)
+
+
+def _print_usage(info: LabInfo, seconds: float) -> None:
+    total = sum(len(n.containers) for n in info.nodes)
+    out.print(f"[green]lab up[/] in {seconds:.2f} s: {len(info.nodes)} nodes, {total} containers")
+    for node in info.nodes:
+        cts = ", ".join(str(c) for c in node.containers)
+        out.print(f"  {node.name}  {node.address}:{node.port}  CTs {cts}", highlight=False)
+    first = info.nodes[0]
+    out.print(f"\ninventory:   {info.inventory}", highlight=False)
+    out.print(f"identity:    {info.identity}", highlight=False)
+    out.print(f"known_hosts: {info.known_hosts}", highlight=False)
+    out.print("\ntry:", highlight=False)
+    out.print(
+        f"  pctfleet exec -i {info.inventory} --host {first.address} --ct {first.containers[0]}"
+        f" --identity {info.identity} --known-hosts {info.known_hosts} -- hostname",
+        highlight=False,
+        soft_wrap=True,
+    )
+    out.print(
+        f"  ssh -i {info.identity} -o UserKnownHostsFile={info.known_hosts}"
+        f" root@{first.address} pct list",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@lab_app.command()
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    state_dir: StateDir = DEFAULT_STATE_DIR,
+) -> None:
+    """Show each node's sshd and each container's state."""
+    result = _guard(lambda: Lab(state_dir).status())
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        _print_status(result)
+    if result.exists and not result.healthy:
+        raise typer.Exit(3)  # like `systemctl status`: something is down
+
+
+def _print_status(result: LabStatus) -> None:
+    if not result.exists:
+        out.print(f"no lab in {result.state_dir} (run `pctfleet lab up`)", highlight=False)
+        return
+    table = Table(title=f"lab in {result.state_dir}")
+    for col in ("node", "address", "sshd", "fault", "containers"):
+        table.add_column(col)
+    for node in result.nodes:
+        sshd = f"[green]running[/] ({node.sshd_pid})" if node.sshd_running else "[red]down[/]"
+        cts = "  ".join(
+            f"{c.ctid}:" + ("[green]running[/]" if c.running else f"[red]{c.state}[/]")
+            for c in node.containers
+        )
+        table.add_row(node.name, f"{node.address}:{node.port}", sshd, node.relay or "", cts)
+    out.print(table)
+
+
+@lab_app.command()
+def down(state_dir: StateDir = DEFAULT_STATE_DIR) -> None:
+    """Stop what the lab started and remove its state (the rootfs cache stays)."""
+    _guard(lambda: Lab(state_dir).down())
+    out.print(f"lab in {state_dir} is down", highlight=False)
