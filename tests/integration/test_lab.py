@@ -399,3 +399,11 @@ def test_bad_arguments_are_lab_errors(lab: Lab) -> None:
 
 def test_mirror_comes_from_apt() -> None:
     assert read_mirror().startswith(("http://", "https://"))
+
+
+def test_missing_packages_say_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pctfleet.lab import system
+
+    monkeypatch.setattr(system, "which", lambda tool: None if tool == "debootstrap" else tool)
+    with pytest.raises(LabError, match="apt-get install -y openssh-server lxc debootstrap"):
+        system.check_host()
