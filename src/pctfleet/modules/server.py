@@ -26,14 +26,14 @@ pctfleet_stop() {  # pidfile grace expect
     if [ -n "$expect" ] && ! tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$expect"; then
       echo "pid $pid from $pf is not '$expect': left alone" >&2; rm -f "$pf" "$pf.spec"; return 0
     fi
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
     i=0
-    while kill -0 -- "-$pid" 2>/dev/null && [ "$i" -lt $((grace * 10)) ]; do
+    while kill -0 "-$pid" 2>/dev/null && [ "$i" -lt $((grace * 10)) ]; do
       sleep 0.1; i=$((i + 1))
     done
-    if kill -0 -- "-$pid" 2>/dev/null; then
+    if kill -0 "-$pid" 2>/dev/null; then
       echo "process group $pid ignored TERM for ${grace}s: KILL" >&2
-      kill -KILL -- "-$pid" 2>/dev/null || true
+      kill -KILL "-$pid" 2>/dev/null || true
     fi
   fi
   rm -f "$pf" "$pf.spec"
@@ -245,7 +245,8 @@ done
             if line.startswith("pid="):
                 result["pid"] = int(line[4:])
         if rc != 0:
-            result["msg"] = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
+            lines = [line for line in err.splitlines() if line.strip()]
+            result["msg"] = ": ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else f"exit {rc}"
             result["log_tail"] = err
         return result
 
