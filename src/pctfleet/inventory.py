@@ -244,13 +244,18 @@ def _check_keys(src: _Src, m: YamlMap, allowed: Sequence[str], ctx: str) -> None
                            f"expected one of: {', '.join(allowed)}", m, key, ctx=ctx)
 
 
+def _empty(src: _Src, line: int) -> YamlMap:
+    """An empty mapping standing for a `null` entry, at that entry's line."""
+    empty = YamlMap()
+    empty.file, empty.line = src.name, line
+    return empty
+
+
 def _mapping(src: _Src, parent: YamlMap, key: Any, ctx: str) -> YamlMap:
     """`parent[key]` as a mapping; a missing key or `null` gives an empty one."""
     value = parent.get(key)
     if value is None:
-        empty = YamlMap()
-        empty.file, empty.line = src.name, parent.line_of(key)
-        return empty
+        return _empty(src, parent.line_of(key))
     if not isinstance(value, YamlMap):
         raise src.fail(f"{brief(key)} must be a mapping, got {brief(value)}",
                        parent, key, ctx=ctx)
@@ -495,7 +500,7 @@ def _parse_container(src: _Src, node: Node, parent: YamlMap | YamlList, key: Any
     if entry is not None and not isinstance(entry, YamlMap):
         raise src.fail(f"must be a mapping (name, vars) or empty, got {brief(entry)}",
                        parent, key, ctx=ctx)
-    entry = entry if entry is not None else _mapping(src, parent, key, ctx)
+    entry = entry if entry is not None else _empty(src, parent.line_of(key))
     _check_keys(src, entry, CONTAINER_KEYS, ctx)
     name = entry.get("name")
     if name is not None:
@@ -604,6 +609,8 @@ class _AnsibleReader:
 def _looks_like_ansible(doc: YamlMap) -> bool:
     if not doc or any(key in NATIVE_KEYS for key in doc):
         return False
+    if "all" in doc:
+        return True  # never a native key; report Ansible-style mistakes then
     return all(v is None or (isinstance(v, YamlMap) and all(k in ANSIBLE_GROUP_KEYS for k in v))
                for v in doc.values())
 
