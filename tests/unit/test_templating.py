@@ -1,0 +1,222 @@
+"""jinja2 rendering: strict undefined, native types, lazy vars, conditions, files, secrets."""
+
+from __future__ import annotations
+
+import json
+
+import jinja2
+import pytest
+import yaml
+
+from pctfleet.errors import TemplateError
+from pctfleet.templating import (
+    REDACTED,
+    Secret,
+    condition,
+    evaluate,
+    redact,
+    render,
+    render_template_file,
+    syntax_problem,
+    template_search_path,
+)
+
+WHERE = "site.yml:12: task 'Install'"
+
+VARS = {
+    "n": 3,
+    "flag": "yes",
+    "items": ["a", "b"],
+    "num_text": "13.0",
+    "venv": "/opt/venv",
+    "cuda_home": "{{ venv }}/lib/python3.11/site-packages/nvidia/cu13",
+    "nvcc": "{{ cuda_home }}/bin/nvcc",
+    "result": {"rc": 0, "stdout": "GPU 0: RTX PRO 6000", "failed": False, "changed": True},
+    "path": "/etc/sglang/server.env",
+}
+
+
+def fail(value, variables=VARS, where=WHERE) -> str:
+    with pytest.raises(TemplateError) as info:
+        render(value, variables, where=where)
+    message = str(info.value)
+    assert len(message.splitlines()) == 1
+    return message
+
+
+def test_single_expression_keeps_its_type():
+    got = render({"n": "{{ n }}", "items": "{{ items }}", "dict": "{{ result }}",
+                  "text": "n={{ n }}", "num_text": "{{ num_text }}",
+                  "plain": "13.0", "ws": "{{- n -}}", "none": None, "int": 5}, VARS, where=WHERE)
+    assert got == {"n": 3, "items": ["a", "b"], "dict": VARS["result"], "text": "n=3",
+                   "num_text": "13.0", "plain": "13.0", "ws": 3, "none": None, "int": 5}
+    assert isinstance(got["num_text"], str)  # a string that looks like a number stays text
+
+
+def test_nested_structures_and_trailing_newline():
+    got = render(["{{ n + 1 }}", {"k": ["x{{ n }}", "line\n"]}], VARS, where=WHERE)
+    assert got == [4, {"k": ["x3", "line\n"]}]
+
+
+def test_variables_built_from_variables_render_lazily():
+    assert render("{{ nvcc }}", VARS, where=WHERE) == \
+        "/opt/venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"
+    # an unused broken variable is not an error, as in Ansible
+    assert render("{{ n }}", {**VARS, "broken": "{{ nope }}"}, where=WHERE) == 3
+
+
+def test_variable_loop_is_an_error():
+    msg = fail("{{ a }}", {"a": "{{ b }}", "b": "{{ a }}"})
+    assert msg == f"{WHERE}: variable refers to itself: a -> b -> a"
+
+
+@pytest.mark.parametrize(("template", "expected"), [
+    ("{{ foo }}", "undefined variable 'foo'"),
+    ("x {{ foo }} y", "undefined variable 'foo'"),
+    ("{{ foo.bar }}", "undefined variable 'foo'"),
+    ("{{ result.nope }}", "undefined variable or attribute 'nope'"),
+    ("{{ bad }}", "undefined variable 'missing_inner'"),
+    ("{{ foo | mandatory }}", "undefined variable 'foo' (marked mandatory)"),
+])
+def test_undefined_variables_are_named_with_where(template, expected):
+    msg = fail(template, {**VARS, "bad": "{{ missing_inner }}"})
+    assert msg.startswith(f"{WHERE}: {expected}")
+
+
+@pytest.mark.parametrize(("template", "expected"), [
+    ("{{ n + }}", "template syntax error"),
+    ("{% if %}", "template syntax error"),
+    ("{{ n | nosuch }}", "template syntax error: No filter named 'nosuch'"),
+    ("{{ 1 / 0 }}", "template error: ZeroDivisionError"),
+    ("{{ 'a' + 1 }}", "template error: TypeError"),
+    ("{{ '!!' | b64decode }}", "b64decode:"),
+])
+def test_other_template_errors_are_one_line(template, expected):
+    assert fail(template).startswith(f"{WHERE}: {expected}")
+
+
+def test_filters():
+    cases = {
+        "{{ undefined_var | default('d') }}": "d",
+        "{{ flag | bool }}": True,
+        "{{ 'off' | bool }}": False,
+        "{{ '42' | int }}": 42,
+        "{{ items | join(',') }}": "a,b",
+        "{{ \"it's\" | quote }}": "'it'\"'\"'s'",
+        "{{ path | basename }}": "server.env",
+        "{{ path | dirname }}": "/etc/sglang",
+        "{{ 'cu12.8' | regex_replace('^cu', 'cuda-') }}": "cuda-12.8",
+        "{{ result.stdout | regex_search('RTX \\\\w+') }}": "RTX PRO",
+        "{{ 'a.b' | split('.') }}": ["a", "b"],
+        "{{ {'a': 1} | combine({'b': 2}) }}": {"a": 1, "b": 2},
+        "{{ 'hi' | b64encode }}": "aGk=",
+        "{{ 'aGk=' | b64decode }}": "hi",
+        "{{ n | mandatory }}": 3,
+    }
+    for template, expected in cases.items():
+        assert render(template, VARS, where=WHERE) == expected, template
+    assert json.loads(render("{{ result | to_json }}", VARS, where=WHERE)) == VARS["result"]
+    assert yaml.safe_load(render("{{ items | to_yaml }}", VARS, where=WHERE)) == ["a", "b"]
+
+
+@pytest.mark.parametrize(("expr", "expected"), [
+    ("result.rc == 0", True),
+    ("result.rc != 0", False),
+    ("x is defined", False),
+    ("n is defined and n > 2", True),
+    ("'RTX' in result.stdout", True),
+    ("{{ n > 5 }}", False),
+    ("result is failed", False),
+    ("result is succeeded", True),
+    ("result is changed", True),
+    ("'13.0.88' is version('13.0', '>=')", True),
+    ("'12.8' is version('12.9', '<')", True),
+    ("result.stdout is search('PRO')", True),
+    ("flag | bool", True),
+    (True, True),
+])
+def test_evaluate(expr, expected):
+    assert evaluate(expr, VARS, where=WHERE) == expected
+
+
+def test_evaluate_errors_are_template_errors():
+    with pytest.raises(TemplateError, match=r"^site.yml:12: task 'Install': undefined var"):
+        evaluate("x > 1", VARS, where=WHERE)
+    with pytest.raises(TemplateError, match="template syntax error"):
+        evaluate("n ==", VARS, where=WHERE)
+    with pytest.raises(TemplateError, match="empty condition"):
+        evaluate("  ", VARS, where=WHERE)
+
+
+def test_condition_is_an_and_with_ansible_truthiness():
+    assert condition(["n == 3", "result.rc == 0"], VARS, where=WHERE)
+    assert not condition(["n == 3", "result.rc == 1"], VARS, where=WHERE)
+    assert condition("True", VARS, where=WHERE)
+    assert not condition("'false'", VARS, where=WHERE)
+    assert not condition("off_word", {"off_word": "no"}, where=WHERE)
+    assert condition([], VARS, where=WHERE)
+
+
+def test_placeholders_for_later_results_fail_only_when_used():
+    later = {**VARS, "out": jinja2.ChainableUndefined(name="out")}
+    assert render("{{ n }}", later, where=WHERE) == 3
+    with pytest.raises(TemplateError, match="undefined variable 'out'"):
+        render("{{ out.stdout }}", later, where=WHERE)
+
+
+def test_syntax_problem():
+    assert syntax_problem("{{ n }}") is None
+    assert syntax_problem("plain { text }") is None
+    assert syntax_problem("{{ n | bool }}") is None
+    assert "syntax error" in syntax_problem("{{ n")
+    assert syntax_problem("a == 1", expression=True) is None
+    assert "syntax error" in syntax_problem("a ==", expression=True)
+
+
+# ---------------------------------------------------------------- template files
+
+
+def test_render_template_file_searches_next_to_the_playbook(tmp_path):
+    (tmp_path / "playbooks" / "templates").mkdir(parents=True)
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "env.j2").write_text("PORT={{ port }}\nHOME={{ cuda_home }}\n")
+    (tmp_path / "playbooks" / "templates" / "local.j2").write_text("{{ n }}\n")
+    search = template_search_path(tmp_path / "playbooks" / "site.yml", repo_root=tmp_path)
+    assert search[0] == (tmp_path / "playbooks" / "templates").resolve()
+    out = render_template_file("env.j2", {**VARS, "port": 30000}, where=WHERE, search=search)
+    assert out == "PORT=30000\nHOME=/opt/venv/lib/python3.11/site-packages/nvidia/cu13\n"
+    assert render_template_file("local.j2", VARS, where=WHERE, search=search) == "3\n"
+
+
+def test_template_file_errors_name_the_template_line(tmp_path):
+    (tmp_path / "bad.j2").write_text("ok\nPORT={{ port }}\n")
+    (tmp_path / "syntax.j2").write_text("a\nb\n{{ x \n")
+    with pytest.raises(TemplateError) as info:
+        render_template_file(tmp_path / "bad.j2", VARS, where=WHERE)
+    assert str(info.value) == f"{WHERE}: {tmp_path / 'bad.j2'}:2: undefined variable 'port'"
+    with pytest.raises(TemplateError, match=r"syntax.j2:3: template syntax error"):
+        render_template_file(tmp_path / "syntax.j2", VARS, where=WHERE)
+    with pytest.raises(TemplateError, match=r"template 'nope.j2' not found \(looked in: "):
+        render_template_file("nope.j2", VARS, where=WHERE, search=[tmp_path])
+
+
+# ---------------------------------------------------------------- secrets
+
+
+def test_secret_renders_real_value_and_redact_hides_it():
+    variables = {**VARS, "hf": Secret("hf_abc123"), "nested": {"k": [Secret("s3cr3t")]}}
+    rendered = render("--token {{ hf }}", variables, where=WHERE)
+    assert rendered == "--token hf_abc123"
+    assert isinstance(render("{{ hf }}", variables, where=WHERE), Secret)
+    assert "hf_abc123" not in repr(variables["hf"])
+    assert redact(f"{rendered} and s3cr3t", variables) == f"--token {REDACTED} and {REDACTED}"
+
+
+def test_redact_by_variable_name_and_secret_vars():
+    variables = {"db_password": "pw1", "api_token": "tok-2", "my_secret": "xyz",
+                 "plain": "visible", "license_key": "LIC", "secret_vars": ["license_key"],
+                 "derived_password": "{{ plain }}-x"}
+    text = "pw1 tok-2 xyz visible LIC visible-x"
+    assert redact(text, variables) == " ".join([REDACTED] * 3 + ["visible", REDACTED, REDACTED])
+    assert redact("", variables) == ""
+    assert redact("nothing here", {"empty_token": ""}) == "nothing here"
