@@ -57,12 +57,18 @@ def up(
     containers: Annotated[int, typer.Option("--containers", "-c", help="Containers per node.")] = 2,
     state_dir: StateDir = DEFAULT_STATE_DIR,
     address_base: AddressBase = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port", help="sshd port of every node [default: the existing lab's, else 22]"
+        ),
+    ] = None,
 ) -> None:
     """Bring the lab to its declared state: every node and container running."""
     started = time.monotonic()
 
     def bring_up() -> LabInfo:
-        lab = Lab(state_dir, address_base, say=lambda msg: err.print(msg, highlight=False))
+        lab = Lab(state_dir, address_base, port, say=lambda msg: err.print(msg, highlight=False))
         return lab.up(nodes=nodes, containers=containers)
 
     info = _guard(bring_up)

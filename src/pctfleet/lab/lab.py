@@ -52,7 +52,10 @@ class Lab:
     ) -> None:
         self.state_dir = Path(state_dir).absolute()
         # Unset means: whatever the existing lab in state_dir uses, else the default.
-        existing = self._load_state() or {}
+        try:
+            existing = self._load_state() or {}
+        except LabError:
+            existing = {}  # a corrupt lab.json must not stand in the way of `down`
         self.address_base = address_base or existing.get("address_base", DEFAULT_ADDRESS_BASE)
         self.port = port or existing.get("port", DEFAULT_PORT)
         self.rootfs_cache = rootfs_cache

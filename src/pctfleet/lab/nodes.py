@@ -207,8 +207,9 @@ def start_sshd(node: Node, port: int | None = None, timeout: float = 10.0) -> in
         return running
     if port_taken(node.address, port):
         raise LabError(
-            f"{node.address}:{port} is already in use by another listener; "
-            "if the host's own sshd listens on 0.0.0.0, give the lab another port"
+            f"{node.address}:{port} is already taken by another listener (the host's own "
+            "sshd on 0.0.0.0?); give that sshd a specific ListenAddress, or use another "
+            "port for the lab (--port)"
         )
     _prepare_host()
     config = node.config_for(port)
