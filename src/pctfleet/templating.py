@@ -195,6 +195,11 @@ class LazyVars(Mapping):
         self._busy.append(key)
         try:
             self._done[key] = _render_value(self._raw[key], self, self._env)
+        except _Failure:
+            raise
+        except Exception as err:
+            # Say which variable failed to render, not only what it needed.
+            raise _Failure(f"{_describe(err)} (in variable {key!r})") from None
         finally:
             self._busy.pop()
         return self._done[key]

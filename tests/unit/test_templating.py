@@ -75,7 +75,7 @@ def test_variable_loop_is_an_error():
     ("x {{ foo }} y", "undefined variable 'foo'"),
     ("{{ foo.bar }}", "undefined variable 'foo'"),
     ("{{ result.nope }}", "undefined variable or attribute 'nope'"),
-    ("{{ bad }}", "undefined variable 'missing_inner'"),
+    ("{{ bad }}", "undefined variable 'missing_inner' (in variable 'bad')"),
     ("{{ foo | mandatory }}", "undefined variable 'foo' (marked mandatory)"),
 ])
 def test_undefined_variables_are_named_with_where(template, expected):
