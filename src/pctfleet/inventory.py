@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pctfleet.errors import InventoryError, brief, did_you_mean
-from pctfleet.yamlsrc import YamlList, YamlMap, load_yaml, load_yaml_text
+from pctfleet.yamlsrc import YamlList, YamlMap, load_yaml, load_yaml_text, plain
 
 CTID_MIN = 100
 CTID_MAX = 999_999_999
@@ -332,7 +332,7 @@ def _check_vars(src: _Src, parent: YamlMap, key: Any, ctx: str) -> dict[str, Any
         if not isinstance(name, str) or not VAR_NAME_RE.match(name):
             raise src.fail(f"variable name {brief(name)} is invalid (letters, digits "
                            "and '_', not starting with a digit)", m, name, ctx=ctx)
-    return dict(m)
+    return plain(m)
 
 
 def _check_connection(src: _Src, m: YamlMap, ctx: str) -> dict[str, Any]:
@@ -799,7 +799,10 @@ def _extra_vars_mapping(data: Any, ctx: str) -> dict[str, Any]:
     for name in data:
         if not isinstance(name, str) or not VAR_NAME_RE.match(name):
             raise InventoryError(f"{ctx}: variable name {brief(name)} is invalid")
-    return dict(data)
+    try:
+        return plain(data)
+    except RecursionError:
+        raise InventoryError(f"{ctx}: variables nested too deeply") from None
 
 
 def _extra_vars_pairs(text: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import Any
 from pctfleet.errors import PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
 from pctfleet.templating import syntax_problem
-from pctfleet.yamlsrc import YamlList, YamlMap, load_yaml
+from pctfleet.yamlsrc import YamlList, YamlMap, load_yaml, plain
 
 TASK_KEYWORDS = ("name", "args", "when", "tags", "register", "notify", "changed_when",
                  "failed_when", "retries", "until", "delay", "timeout", "no_log",
@@ -230,7 +230,7 @@ def _checked_names(value: YamlMap, what: str, ctx: str, var_names: bool) -> dict
         bad_name = var_names and not VAR_NAME_RE.match(str(name))
         if not isinstance(name, str) or bad_name:
             raise _fail(f"{brief(name)} is not a valid name in {what!r}", value, name, ctx)
-    return dict(value)
+    return plain(value)
 
 
 def _check_jinja(value: Any, m: YamlMap, key: Any, ctx: str, *, expr: bool = False) -> None:
@@ -291,7 +291,7 @@ def _module_args(reader: _Reader, m: YamlMap, key: str, module: str, ctx: str) -
     if raw is None:
         args: dict[str, Any] = {}
     elif isinstance(raw, YamlMap):
-        args = dict(raw)
+        args = plain(raw)
     elif isinstance(raw, str) and module in FREE_FORM_MODULES:
         args = {"cmd": raw}
     elif isinstance(raw, str | int | float) and not isinstance(raw, bool):

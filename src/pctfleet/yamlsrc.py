@@ -61,6 +61,17 @@ class YamlList(list):
         return f"{self.file}:{self.line if index is None else self.line_of(index)}"
 
 
+def plain(value: Any) -> Any:
+    """A copy made of plain dicts and lists, for handing data beyond validation
+    (yaml.safe_dump and friends do not know YamlMap). A structure that refers
+    to itself through YAML aliases raises RecursionError."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
 def where(value: Any, key: Any = None, default: str = "") -> str:
     """`file:line` of a loaded value (or of one of its keys), `default` if unknown."""
     if isinstance(value, YamlMap | YamlList):

@@ -409,3 +409,11 @@ def test_random_text_loads_or_raises_input_error(tmp_path, text):
     path = tmp_path / "junk.yml"
     path.write_text(text, encoding="utf-8")
     _must_load_or_input_error(path)
+
+
+def test_loaded_vars_are_plain_data_and_alias_loops_are_errors(tmp_path):
+    inv = load(tmp_path, "vars: {a: {b: [1, {c: 2}]}}\nnodes: {pve1: {containers: [200]}}\n")
+    assert type(inv.vars["a"]) is dict and type(inv.vars["a"]["b"]) is list
+    assert yaml.safe_load(yaml.safe_dump(inv.vars)) == {"a": {"b": [1, {"c": 2}]}}
+    assert error(tmp_path, "vars: {a: &x [*x]}\nnodes: {pve1: }\n") == \
+        "F: inventory is nested too deeply"
