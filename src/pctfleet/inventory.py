@@ -766,11 +766,11 @@ def parse_ctids(text: str) -> list[int]:
     return list(out)
 
 
-def parse_extra_vars(items: Sequence[str]) -> dict[str, Any]:
+def parse_extra_vars(items: Sequence[str] | None) -> dict[str, Any]:
     """Merge `-e` values, later ones winning: `k=v k2='a b'`, `@vars.yml`,
     or an inline JSON/YAML mapping `{"a": 1}`. `k=v` values stay strings."""
     merged: dict[str, Any] = {}
-    for item in items:
+    for item in items or ():
         text = item.strip()
         if text.startswith("@"):
             merged.update(_extra_vars_file(text[1:]))

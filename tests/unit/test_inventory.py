@@ -352,6 +352,7 @@ def test_parse_extra_vars_forms(tmp_path):
     assert got == {"a": 1, "b": "two words", "c": "x=y", "list": ["x", "y"],
                    "d": {"e": 5}, "f": True, "g": 7}
     assert parse_extra_vars(["n=5"]) == {"n": "5"}  # k=v values stay strings
+    assert parse_extra_vars(None) == {}
 
 
 @pytest.mark.parametrize(("item", "match"), [
