@@ -149,7 +149,7 @@ def _playbook_run(
 
     from . import report
     from .engine import RunOptions
-    from .fleet import RunRequest, run_playbook
+    from .fleet import RunRequest, execute, prepare
     from .inventory import parse_extra_vars
     from .journal import Journal
 
@@ -164,6 +164,7 @@ def _playbook_run(
         extra_vars=parse_extra_vars(extra),
     )
     request = RunRequest(playbook, inv, containers, conn, options, forks)
+    prepared = prepare(request)
     journal = Journal(journal_dir)
     console = Console(stderr=True, soft_wrap=True)
     live = report.LiveReport(console, verbose, show_diff=diff and not as_json)
@@ -176,7 +177,7 @@ def _playbook_run(
         "start", playbook=str(playbook), containers=[c.key for c in containers], check=check
     )
     try:
-        runs = run_playbook(request, journal, live.task)
+        runs = execute(prepared, journal, live.task)
     except KeyboardInterrupt:
         request.stop.set()
         journal.write("interrupted")

@@ -80,15 +80,18 @@ def _mentions(task: Any, name: str) -> bool:
     return name in repr(task.args) or name in repr(task.when)
 
 
-def run_playbook(
-    request: RunRequest,
-    journal: Journal | None = None,
-    on_result: Callable[[ContainerRun, TaskResult], None] = lambda run, result: None,
-) -> list[ContainerRun]:
-    """Run every play; a container that failed or was unreachable skips later plays."""
+@dataclass
+class PreparedRun:
+    """A playbook that loaded and rendered for every container: safe to start."""
+
+    request: RunRequest
+    plays: list  # (play, containers)
+
+
+def prepare(request: RunRequest) -> PreparedRun:
+    """Load and preflight: every InputError surfaces here, before any connection."""
     book = load_playbook(request.playbook, known_args())
     request.options.base_dir = str(Path(request.playbook).resolve().parent)
-    runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in request.containers}
     plays = [(play, _play_containers(request, play)) for play in book.plays]
     for play, containers in plays:
         tasks = select_tasks(play.tasks, request.options.tags, request.options.skip_tags)
@@ -100,10 +103,21 @@ def run_playbook(
             request.options.extra_vars,
             request.options.base_dir,
         )
+    return PreparedRun(request, plays)
+
+
+def execute(
+    prepared: PreparedRun,
+    journal: Journal | None = None,
+    on_result: Callable[[ContainerRun, TaskResult], None] = lambda run, result: None,
+) -> list[ContainerRun]:
+    """Run every play; a container that failed or was unreachable skips later plays."""
+    request = prepared.request
+    runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in request.containers}
     fleet = build_fleet(request.containers, request.connect)
     targets = {c.key: t for c, t in zip(request.containers, fleet.targets, strict=True)}
     try:
-        for play, containers in plays:
+        for play, containers in prepared.plays:
             alive = [c for c in containers if runs[c.key].status in {"ok", "changed"}]
             _run_play(request, play, alive, targets, runs, journal, on_result)
     finally:
@@ -111,6 +125,14 @@ def run_playbook(
     for run in runs.values():
         run.finish_status()
     return list(runs.values())
+
+
+def run_playbook(
+    request: RunRequest,
+    journal: Journal | None = None,
+    on_result: Callable[[ContainerRun, TaskResult], None] = lambda r, t: None,
+) -> list[ContainerRun]:
+    return execute(prepare(request), journal, on_result)
 
 
 def _play_containers(request: RunRequest, play: Any) -> list:

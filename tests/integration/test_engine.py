@@ -23,13 +23,22 @@ def info(lab):
 
 
 def pctfleet(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pctfleet", *args], capture_output=True,
-                          timeout=timeout, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pctfleet", *args], capture_output=True, timeout=timeout, text=True
+    )
 
 
 def run_json(info, playbook: Path, *more: str, journal: Path) -> tuple[int, dict]:
-    proc = pctfleet("run", str(playbook), "-i", str(info.inventory), "--json",
-                    "--journal-dir", str(journal), *more)
+    proc = pctfleet(
+        "run",
+        str(playbook),
+        "-i",
+        str(info.inventory),
+        "--json",
+        "--journal-dir",
+        str(journal),
+        *more,
+    )
     assert proc.stdout, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
@@ -47,14 +56,16 @@ def converged(info, tmp_path_factory):
     """core.yml applied twice on a clean slate: (first run, second run)."""
     journal = tmp_path_factory.mktemp("journal")
     reset = journal / "reset.yml"
-    reset.write_text(textwrap.dedent("""\
+    reset.write_text(
+        textwrap.dedent("""\
         - hosts: all
           tasks:
             - name: stop the stand-in of an earlier run
               server_stop: {pidfile: /run/pctfleet/core-standin.pid, grace: 5}
             - name: remove its files
               file: {path: /opt/pctfleet-core, state: absent}
-        """))
+        """)
+    )
     assert run_json(info, reset, journal=journal)[0] == 0
     first = run_json(info, CORE, journal=journal)
     second = run_json(info, CORE, journal=journal)
@@ -83,12 +94,22 @@ def test_second_run_changes_nothing_with_one_remote_call(converged):
 
 
 def test_state_inside_the_containers_is_what_was_declared(info, converged):
-    script = ("cd /opt/pctfleet-core && cat app.conf && stat -c '%a' app.conf app.env touched && "
-              "readlink current.conf && cat shell.out && venv/bin/python -c 'import six; "
-              "print(six.__version__)' && wc -l < handler.log")
+    script = (
+        "cd /opt/pctfleet-core && cat app.conf && stat -c '%a' app.conf app.env touched && "
+        "readlink current.conf && cat shell.out && venv/bin/python -c 'import six; "
+        "print(six.__version__)' && wc -l < handler.log"
+    )
     proc = in_ct(info, "node2/201", script)
-    assert proc.stdout.split() == ["port=18021", "640", "600", "600",
-                                   "/opt/pctfleet-core/app.conf", "42", "1.16.0", "1"]
+    assert proc.stdout.split() == [
+        "port=18021",
+        "640",
+        "600",
+        "600",
+        "/opt/pctfleet-core/app.conf",
+        "42",
+        "1.16.0",
+        "1",
+    ]
 
 
 def test_server_is_ready_and_keeps_its_pid(info, converged):
@@ -100,9 +121,13 @@ def test_server_is_ready_and_keeps_its_pid(info, converged):
         assert kept["msg"].startswith("running, pid ")
         pid = kept["msg"].split()[-1]
         port = 18000 + int(key[4]) * 10 + int(key[-3:]) - 200
-        probe = in_ct(info, key, f"cat /run/pctfleet/core-standin.pid; python3 -c \"import "
-                      f"urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/health')"
-                      f".status)\"")
+        probe = in_ct(
+            info,
+            key,
+            f'cat /run/pctfleet/core-standin.pid; python3 -c "import '
+            f"urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/health')"
+            f'.status)"',
+        )
         assert probe.stdout.split() == [pid, "200"]
 
 
@@ -116,8 +141,16 @@ def test_journal_has_a_record_per_task(converged):
 
 def test_check_mode_on_a_fresh_container_changes_nothing(info, converged, tmp_path):
     fresh = "/opt/pctfleet-fresh"
-    code, doc = run_json(info, CORE, "--check", "--limit", "node2/200", "-e",
-                         f"app_dir={fresh} venv={fresh}/venv", journal=tmp_path)
+    code, doc = run_json(
+        info,
+        CORE,
+        "--check",
+        "--limit",
+        "node2/200",
+        "-e",
+        f"app_dir={fresh} venv={fresh}/venv",
+        journal=tmp_path,
+    )
     assert code == 0
     run = by_key(doc)["node2/200"]
     assert run["stats"]["changed"] >= 7
@@ -126,8 +159,18 @@ def test_check_mode_on_a_fresh_container_changes_nothing(info, converged, tmp_pa
 
 def test_diff_shows_real_before_and_after(info, converged, tmp_path):
     in_ct(info, "node1/200", "printf 'port=1\\n' > /opt/pctfleet-core/app.conf")
-    proc = pctfleet("run", str(CORE), "-i", str(info.inventory), "--limit", "node1/200",
-                    "--check", "--diff", "--journal-dir", str(tmp_path))
+    proc = pctfleet(
+        "run",
+        str(CORE),
+        "-i",
+        str(info.inventory),
+        "--limit",
+        "node1/200",
+        "--check",
+        "--diff",
+        "--journal-dir",
+        str(tmp_path),
+    )
     assert "-port=1" in proc.stderr and "+port=18010" in proc.stderr
     assert in_ct(info, "node1/200", "cat /opt/pctfleet-core/app.conf").stdout == "port=1\n"
     code, doc = run_json(info, CORE, "--limit", "node1/200", "--diff", journal=tmp_path)
@@ -143,20 +186,25 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_undefined_variable_stops_before_any_change(info, tmp_path):
-    book = _write(tmp_path, "undef.yml", """\
+    book = _write(
+        tmp_path,
+        "undef.yml",
+        """\
         - hosts: all
           tasks:
             - name: first change
               file: {path: /opt/pctfleet-undef-marker, state: touch}
             - name: uses a typo
               copy: {content: "{{ nope_not_defined }}", dest: /opt/x}
-        """)
+        """,
+    )
     proc = pctfleet("run", str(book), "-i", str(info.inventory), "--journal-dir", str(tmp_path))
     assert proc.returncode == 4
     assert f"{book}:5" in proc.stderr and "nope_not_defined" in proc.stderr
     assert "Traceback" not in proc.stderr
-    check = pctfleet("exec", "-i", str(info.inventory), "--", "test", "-e",
-                     "/opt/pctfleet-undef-marker")
+    check = pctfleet(
+        "exec", "-i", str(info.inventory), "--", "test", "-e", "/opt/pctfleet-undef-marker"
+    )
     assert check.returncode == 2  # absent everywhere: every container's test failed
 
 
@@ -168,7 +216,10 @@ def test_yaml_error_names_file_and_line(info, tmp_path):
 
 
 def test_failing_task_fails_only_its_container(info, tmp_path):
-    book = _write(tmp_path, "partial.yml", """\
+    book = _write(
+        tmp_path,
+        "partial.yml",
+        """\
         - hosts: all
           tasks:
             - name: fails on one container
@@ -176,27 +227,38 @@ def test_failing_task_fails_only_its_container(info, tmp_path):
               when: inventory_hostname == 'node1/201'
             - name: the others carry on
               shell: date > /tmp/pctfleet-carried-on
-        """)
+        """,
+    )
     code, doc = run_json(info, book, journal=tmp_path)
     assert code == 2
     statuses = {key: run["status"] for key, run in by_key(doc).items()}
-    assert statuses == {"node1/200": "changed", "node1/201": "failed", "node2/200": "changed",
-                        "node2/201": "changed"}
+    assert statuses == {
+        "node1/200": "changed",
+        "node1/201": "failed",
+        "node2/200": "changed",
+        "node2/201": "changed",
+    }
     assert "exit 7" in by_key(doc)["node1/201"]["message"]
 
 
 def test_stale_server_stop_kills_only_the_recorded_group(info, tmp_path):
-    setup = ("rm -f /tmp/stale.pid; "
-             "setsid sh -c 'sleep 300 & sleep 300' </dev/null >/dev/null 2>&1 & echo $! > /tmp/stale.pid; "
-             "setsid sh -c 'sleep 301 & sleep 301' </dev/null >/dev/null 2>&1 & echo $! > /tmp/other.pid; "
-             "sleep 0.3")
+    setup = (
+        "rm -f /tmp/stale.pid; "
+        "setsid sh -c 'sleep 300 & sleep 300' </dev/null >/dev/null 2>&1 & echo $! > /tmp/stale.pid; "
+        "setsid sh -c 'sleep 301 & sleep 301' </dev/null >/dev/null 2>&1 & echo $! > /tmp/other.pid; "
+        "sleep 0.3"
+    )
     in_ct(info, "node2/201", setup)
-    book = _write(tmp_path, "stop.yml", """\
+    book = _write(
+        tmp_path,
+        "stop.yml",
+        """\
         - hosts: all
           tasks:
             - name: stop the stale server
               server_stop: {pidfile: /tmp/stale.pid, grace: 2}
-        """)
+        """,
+    )
     code, doc = run_json(info, book, "--limit", "node2/201", journal=tmp_path)
     assert code == 0 and by_key(doc)["node2/201"]["stats"]["changed"] == 1
     survivors = in_ct(info, "node2/201", "ps -eo pgid=,args= | grep '[s]leep 30'").stdout

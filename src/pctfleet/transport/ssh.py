@@ -66,6 +66,7 @@ class NodeConnection:
         policy = AcceptNew if self.options.accept_new_host_keys else RefuseUnknown
         client.set_missing_host_key_policy(policy(self.node, record_file))
         timeout = self.options.connect_timeout
+        started = time.monotonic()
         try:
             client.connect(
                 target.hostname,
@@ -93,15 +94,16 @@ class NodeConnection:
             ) from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
             client.close()
-            raise self._unreachable(exc) from None
+            timed_out = time.monotonic() - started >= timeout * 0.9
+            raise self._unreachable(exc, timed_out) from None
         client.get_transport().set_keepalive(self.options.keepalive)
         self.connections_opened += 1
         return client
 
-    def _unreachable(self, exc: BaseException) -> NodeUnreachable:
+    def _unreachable(self, exc: BaseException, timed_out: bool = False) -> NodeUnreachable:
         target = self.target
         detail = str(exc) or type(exc).__name__
-        if isinstance(exc, socket.timeout | TimeoutError) or "banner" in detail:
+        if timed_out or isinstance(exc, socket.timeout | TimeoutError) or "banner" in detail:
             detail = f"no SSH answer within {self.options.connect_timeout:g}s ({detail})"
         return NodeUnreachable(
             self.node,
