@@ -19,7 +19,7 @@ from .modules import REGISTRY
 from .modules.base import Fact, Plan
 from .results import ContainerRun, TaskResult
 from .templating import condition, redact, render
-from .transport.base import Target, TransportError
+from .transport.base import Target, TransferError, TransportError
 from .transport.files import push
 
 HIDDEN = "output hidden (no_log: true)"
@@ -82,7 +82,8 @@ class ContainerEngine:
             self.facts = None
             self._run_list(wanted, handler=True)
         except TransportError as exc:
-            self.run.status, self.run.message = exc.status, str(exc)
+            hint = f" ({exc.hint})" if exc.hint else ""
+            self.run.status, self.run.message = exc.status, exc.message + hint
         except TaskFailed as exc:
             self.run.status, self.run.message = "failed", str(exc)
         except Interrupted:
@@ -197,7 +198,11 @@ class ContainerEngine:
             return "ok", {**registered, "rc": 0, "stdout": "", "stderr": ""}
         if self.options.check:
             return ("skipped" if plan.skip_in_check else "changed"), registered
-        rc, out, err = self._execute(task, plan)
+        try:
+            rc, out, err = self._execute(task, plan)
+        except TransferError as exc:
+            self.facts = None
+            return "failed", {**registered, "failed": True, "msg": exc.message}
         self.facts = None  # the change may have altered what later tasks read
         registered.update(module.finish(args, plan, rc, out, err))
         return ("failed" if registered.get("failed") else "changed"), registered

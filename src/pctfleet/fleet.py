@@ -34,8 +34,9 @@ class RunRequest:
 
 
 def container_vars(inventory: Any, container: Any, play: Any, extra: dict) -> dict[str, Any]:
-    """all < group < node < container (inventory) < play vars < extra vars."""
-    variables = dict(inventory.vars_for(container, {}))
+    """play defaults < all < group < node < container < play vars < extra vars."""
+    variables = dict(play.defaults or {})
+    variables.update(inventory.vars_for(container, {}))
     variables.update(play.vars or {})
     variables.update(extra)
     return variables

@@ -31,7 +31,7 @@ TASK_KEYWORDS = ("name", "args", "when", "tags", "register", "notify", "changed_
                  "ignore_errors", "become", "environment")
 HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
 IMPORT_KEYWORDS = ("name", "tags", "when")
-PLAY_KEYS = ("name", "hosts", "vars", "vars_files", "tasks", "handlers", "tags",
+PLAY_KEYS = ("name", "hosts", "defaults", "vars", "vars_files", "tasks", "handlers", "tags",
              "gather_facts", "become")
 IMPORT_MODULES = ("import_tasks", "include_tasks")
 FREE_FORM_MODULES = ("command", "shell")
@@ -104,6 +104,8 @@ class Play:
     handlers: list[Handler] = field(default_factory=list)
     tags: frozenset[str] = frozenset()
     loc: str = ""
+    # Like a role's defaults: below every inventory level, so inventories override them.
+    defaults: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -502,8 +504,9 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
              for t in _task_list(reader, m, "tasks", ctx, handler=False)]
     handlers = _task_list(reader, m, "handlers", ctx, handler=True)
     _check_notify([*tasks, *handlers], handlers)
+    defaults = _mapping(m, "defaults", ctx, var_names=True)
     return Play(name or f"play #{index + 1}", _hosts(m, ctx), variables, tasks,
-                handlers, tags, m.where())
+                handlers, tags, m.where(), defaults)
 
 
 def _check_notify(tasks: Sequence[Task], handlers: Sequence[Task]) -> None:

@@ -45,9 +45,15 @@ def test_push_is_verified_and_sets_mode(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["file.bin"]  # no temp left behind
 
 
-def test_push_into_missing_folder_fails_and_names_it(tmp_path):
-    with pytest.raises(TransferError, match="push to"):
-        push(LocalTarget(), b"x", str(tmp_path / "nope" / "f"))
+def test_push_creates_missing_folders(tmp_path):
+    push(LocalTarget(), b"x", str(tmp_path / "new" / "dir" / "f"))
+    assert (tmp_path / "new" / "dir" / "f").read_bytes() == b"x"
+
+
+def test_push_where_a_file_blocks_the_folder_fails_and_names_it(tmp_path):
+    (tmp_path / "blocker").write_text("")
+    with pytest.raises(TransferError, match="push to .*blocker/f failed"):
+        push(LocalTarget(), b"x", str(tmp_path / "blocker" / "f"))
 
 
 def test_pull_round_trip_and_missing_source(tmp_path):

@@ -53,6 +53,12 @@ if [ -f "$pf" ]; then
   [ -f "$pf.spec" ] && echo "spec=$(cat "$pf.spec")"
 fi"""
 
+# The server's environment file is part of what it was launched with.
+ENV_FILE_SHA = (
+    'if [ -f {path} ]; then echo "envfile_sha=$(sha256sum < {path} | cut -c1-16)"; '
+    'else echo "envfile_sha=none"; fi'
+)
+
 # Readiness helpers that run inside the container; python3 is on every target we serve.
 HTTP_STATUS = r"""pctfleet_http() {
   python3 - "$1" <<'PCTFLEET_PY' 2>/dev/null || echo 0
@@ -105,6 +111,7 @@ class Server(Module):
         "ready_log",
         "ready_timeout",
         "fail_log",
+        "env_file",
     }
 
     def validate(self, args: dict[str, Any], where: str) -> None:
@@ -138,6 +145,8 @@ class Server(Module):
 
     def probe(self, args: dict[str, Any], want_diff: bool) -> str:
         lines = [PROCESS_PROBE.format(pidfile=q(args["pidfile"]), name=args["name"])]
+        if args.get("env_file"):
+            lines.append(ENV_FILE_SHA.format(path=q(args["env_file"])))
         if args.get("ready_url"):
             lines += [
                 HTTP_STATUS,
@@ -155,7 +164,8 @@ class Server(Module):
                 return Plan(False)
             return Plan(True, script=self._stop_script(args), msg="stopping")
         healthy = not args.get("ready_url") or facts.get("health") == str(args["ready_status"])
-        if state == "started" and running and facts.get("spec") == args["_spec"] and healthy:
+        wanted_spec = f"{args['_spec']}-{facts.get('envfile_sha', 'none')}"
+        if state == "started" and running and facts.get("spec") == wanted_spec and healthy:
             return Plan(
                 False, msg=f"running, pid {facts.get('pid')}", result={"pid": int(facts["pid"])}
             )
@@ -186,6 +196,10 @@ class Server(Module):
             q(f"{k}={v}") for k, v in {**args["_env"], "PCTFLEET_SERVER": args["name"]}.items()
         )
         chdir = f"cd {q(args['chdir'])}\n" if args.get("chdir") else ""
+        source = ""
+        if args.get("env_file"):
+            path = q(args["env_file"])
+            source = f"if [ -f {path} ]; then set -a; . {path}; set +a; fi\n"
         launch = " ".join(q(a) for a in args["_argv"])
         return (
             "set -e\n"
@@ -195,11 +209,20 @@ class Server(Module):
             + f'mkdir -p "$(dirname {pf})" "$(dirname {log})"\n'
             + f"[ -f {log} ] && mv -f {log} {log}.1\n"
             + chdir
+            + source
             + f"env {env} setsid {launch} </dev/null >{log} 2>&1 &\n"
             + f'pid=$!\necho "$pid" > {pf}.tmp && mv -f {pf}.tmp {pf}\n'
-            + f"echo {q(args['_spec'])} > {pf}.spec\n"
+            + self._env_file_lines(args)
+            + f'echo {q(args["_spec"])}-"$envsha" > {pf}.spec\n'
             + self._wait_script(args)
         )
+
+    @staticmethod
+    def _env_file_lines(args: dict[str, Any]) -> str:
+        if not args.get("env_file"):
+            return "envsha=none\n"
+        path = q(args["env_file"])
+        return f"envsha=none\n[ -f {path} ] && envsha=$(sha256sum < {path} | cut -c1-16)\n"
 
     def _wait_script(self, args: dict[str, Any]) -> str:
         log = q(args["logfile"])
@@ -246,7 +269,9 @@ done
                 result["pid"] = int(line[4:])
         if rc != 0:
             lines = [line for line in err.splitlines() if line.strip()]
-            result["msg"] = ": ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else f"exit {rc}"
+            result["msg"] = (
+                ": ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else f"exit {rc}"
+            )
             result["log_tail"] = err
         return result
 

@@ -23,6 +23,7 @@ _PUSH = r"""
 set -eu
 dest=$1 mode=$2 owner=$3 size=$4 sum=$5
 dir=$(dirname -- "$dest")
+mkdir -p -- "$dir"
 tmp=$(mktemp "$dir/.pctfleet-push.XXXXXX")
 trap 'rm -f -- "$tmp"' EXIT
 cat > "$tmp"
