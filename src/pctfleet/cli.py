@@ -345,6 +345,80 @@ def _default_playbook(playbook: Path) -> Path:
     return shipped if shipped.exists() else playbook
 
 
+@app.command("doctor")
+def doctor_command(
+    host: o.Host = None,
+    ct: o.Ct = None,
+    inventory: o.Inventory = None,
+    limit: o.Limit = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="Diagnose this machine instead (no SSH, no pct).")
+    ] = False,
+    venv: Annotated[
+        str | None,
+        typer.Option("--venv", help="Serving venv [default: the 'venv' var, else /opt/sglang]."),
+    ] = None,
+    arch: Annotated[
+        str | None,
+        typer.Option("--arch", help="Target arch, e.g. sm_120 [default: the GPU's, else sm_120]."),
+    ] = None,
+    cuda_toolkit: Annotated[
+        str | None,
+        typer.Option("--cuda-toolkit", help="Expected cuda-toolkit [default: what torch pins]."),
+    ] = None,
+    env_file: Annotated[
+        str | None,
+        typer.Option(
+            "--env-file", help="The server's environment file [default: the 'server_env_file' var]."
+        ),
+    ] = None,
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the compile probe.")] = False,
+    forks: Forks = 10,
+    as_json: Json = False,
+    user: o.User = None,
+    port: o.Port = None,
+    identity: o.Identity = None,
+    known_hosts: o.KnownHosts = None,
+    accept_new_host_keys: o.AcceptNew = False,
+    timeout: o.Timeout = 600.0,
+    connect_timeout: o.ConnectTimeout = 10.0,
+) -> int:
+    """Why would flashinfer's JIT fail here? Checks every toolchain rule, compiles a probe.
+
+    Example: pctfleet doctor --host 10.1.2.6 --ct 200
+
+    Reports every component's version (pip metadata and binaries), each rule
+    with its evidence, the compile probe, known errors in the server's log, and
+    the one-line fix. Changes nothing. Exit 0 healthy, 2 a problem found,
+    3 unreachable.
+    """
+    from rich.console import Console
+
+    from .doctorview import exit_code, render, to_json
+    from .doctor import run_doctor
+
+    conn = o.connect_options(
+        user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
+    )
+    overrides = {
+        "venv": venv,
+        "arch": arch,
+        "cuda_toolkit": cuda_toolkit,
+        "env_file": env_file,
+        "run_probe": not no_probe,
+    }
+    if local:
+        diagnoses = run_doctor(None, [], conn, overrides, forks)
+    else:
+        inv, containers = select_containers(inventory, host, ct, limit)
+        diagnoses = run_doctor(inv, containers, conn, overrides, forks)
+    if as_json:
+        typer.echo(to_json(diagnoses))
+    else:
+        render(Console(soft_wrap=True), diagnoses)
+    return exit_code(diagnoses)
+
+
 def _register_subcommands() -> None:
     from .lab.cli import lab_app
 

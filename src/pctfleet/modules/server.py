@@ -268,6 +268,15 @@ done
             if line.startswith("pid="):
                 result["pid"] = int(line[4:])
         if rc != 0:
+            from ..cuda.known_errors import scan
+
+            findings = scan(err)
+            if findings:
+                cause = findings[0]
+                result["msg"] = f"{cause.cause}: {cause.line} (fix: {cause.fix})"
+                result["findings"] = [f.to_dict() for f in findings]
+                result["log_tail"] = err
+                return result
             lines = [line for line in err.splitlines() if line.strip()]
             result["msg"] = (
                 ": ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else f"exit {rc}"

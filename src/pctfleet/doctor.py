@@ -1,0 +1,217 @@
+"""Why would flashinfer's JIT fail here? A diagnosis that changes nothing.
+
+Two round trips per container: one reads every toolchain fact (with the
+server's own environment file) and the tail of the server's log; the second
+compiles and links the probe with the toolchain the facts found.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import asdict, dataclass, field
+
+from . import probe as framing
+from .cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snippet
+from .cuda.known_errors import Finding, scan
+from .cuda.probe_cu import ProbeResult, parse_probe, probe_script
+from .cuda.rules import RuleResult, check, verdict
+from .modules.base import q
+from .modules.toolchain import env_file_prefix
+from .transport.base import Target, TransportError
+
+LOG_LINES = 3000
+COMPONENTS = (
+    "cuda-toolkit",
+    "nvidia-cuda-nvcc",
+    "nvidia-nvvm",
+    "nvidia-cuda-crt",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-cccl",
+    "torch",
+    "flashinfer-python",
+    "sglang",
+)
+
+
+@dataclass
+class DoctorRequest:
+    venv: str = "/opt/sglang"
+    arch: str | None = None  # None: the GPU's, else sm_120
+    cuda_toolkit: str | None = None  # None: what torch pins, if torch is there
+    env_file: str | None = "/etc/pctfleet/sglang.env"
+    server_log: str | None = "/var/log/pctfleet/sglang.log"
+    run_probe: bool = True
+
+
+@dataclass
+class Diagnosis:
+    container: str
+    status: str = "ok"  # ok | problem | unreachable | ct-missing | ct-stopped | timeout
+    message: str = ""
+    arch: str = ""
+    facts: ToolchainFacts | None = None
+    rules: list[RuleResult] = field(default_factory=list)
+    probe: ProbeResult | None = None
+    findings: list[Finding] = field(default_factory=list)
+    verdict: str = ""
+    remote_calls: int = 0
+
+    @property
+    def healthy(self) -> bool:
+        return self.status == "ok"
+
+    def components(self) -> dict[str, str | None]:
+        facts = self.facts or ToolchainFacts()
+        found = {name: facts.versions.get(name) for name in COMPONENTS}
+        found.update(
+            {
+                "nvcc (binary)": facts.nvcc_version,
+                "ptxas (binary)": facts.ptxas_version,
+                "cicc (PTX header)": facts.cicc_release,
+                "CUDART_VERSION": facts.cudart_version,
+                "ptxas max PTX": facts.ptxas_max_ptx,
+                "CCCL (toolkit)": facts.cccl_version,
+                "CCCL (flashinfer)": facts.flashinfer_cccl_version,
+                "torch.version.cuda": facts.torch_cuda,
+                "driver": facts.driver_version,
+                "driver CUDA": facts.driver_cuda,
+                "GPU compute capability": facts.gpu_cc,
+                "g++": facts.gxx_version,
+                "ninja": facts.ninja_version,
+            }
+        )
+        return found
+
+    def as_json(self) -> dict:
+        return {
+            "container": self.container,
+            "status": self.status,
+            "healthy": self.healthy,
+            "message": self.message,
+            "verdict": self.verdict,
+            "arch": self.arch,
+            "cuda_home": self.facts.cuda_home if self.facts else None,
+            "components": self.components(),
+            "rules": [asdict(rule) for rule in self.rules],
+            "probe": asdict(self.probe) if self.probe else None,
+            "findings": [finding.to_dict() for finding in self.findings],
+            "remote_calls": self.remote_calls,
+        }
+
+
+def diagnose(target: Target, request: DoctorRequest) -> Diagnosis:
+    """Read, judge, compile: the whole diagnosis of one container."""
+    result = Diagnosis(target.name)
+    try:
+        facts, log, env = _read(target, request)
+        result.facts = facts
+        result.arch = request.arch or _gpu_arch(facts) or "sm_120"
+        expected = request.cuda_toolkit or facts.torch_requires_cuda_toolkit
+        result.rules = check(facts, arch=result.arch, expected_toolkit=expected)
+        result.findings = scan(log)
+        if request.run_probe and facts.nvcc_version and facts.cuda_home:
+            result.probe = _compile(target, facts, result.arch, env)
+            result.findings += [
+                f
+                for f in scan(result.probe.log)
+                if f.cause not in {x.cause for x in result.findings}
+            ]
+    except TransportError as exc:
+        result.status, result.message = exc.status, exc.message
+        return result
+    finally:
+        result.remote_calls = target.calls
+    _judge(result)
+    return result
+
+
+def _read(target: Target, request: DoctorRequest) -> tuple[ToolchainFacts, str, dict]:
+    """One call: toolchain facts, the server log's tail, the server's environment file."""
+    snippets = {"facts": env_file_prefix(request.env_file) + toolchain_snippet(request.venv)}
+    if request.server_log:
+        snippets["log"] = f"tail -n {LOG_LINES} {q(request.server_log)} | base64 -w0"
+    if request.env_file:
+        snippets["env"] = f"base64 -w0 < {q(request.env_file)}"
+    output = framing.parse_output(target.run_script(framing.build_script(snippets)).text())
+    facts = parse_toolchain(output["facts"].output if "facts" in output else "")
+    return facts, _decoded(output.get("log")), _env_values(_decoded(output.get("env")))
+
+
+def _decoded(fact) -> str:  # noqa: ANN001
+    if fact is None or not fact.output.strip():
+        return ""
+    return base64.b64decode(fact.output.strip()).decode("utf-8", "replace")
+
+
+def _compile(target: Target, facts: ToolchainFacts, arch: str, env: dict) -> ProbeResult:
+    script = probe_script(facts.cuda_home, arch, facts.flashinfer_cccl, "/tmp", env=env)
+    return parse_probe(target.run(["/bin/sh", "-c", script], stdin=b"", timeout=600).text())
+
+
+def _env_values(text: str) -> dict[str, str]:
+    """KEY=VALUE lines of the server's environment file (what the probe should see)."""
+    pairs = (
+        line.split("=", 1)
+        for line in text.splitlines()
+        if "=" in line and not line.lstrip().startswith("#")
+    )
+    return {key.strip(): value.strip() for key, value in pairs if key.strip().isidentifier()}
+
+
+def _gpu_arch(facts: ToolchainFacts) -> str | None:
+    """`12.0` from nvidia-smi is sm_120; `9.0` is sm_90."""
+    if not facts.gpu_cc or "." not in facts.gpu_cc:
+        return None
+    major, minor = facts.gpu_cc.split(".", 1)
+    return f"sm_{major}{minor}"
+
+
+def _judge(result: Diagnosis) -> None:
+    failing = [r for r in result.rules if r.ok is False]
+    probe_failed = result.probe is not None and not (
+        result.probe.compile_ok and result.probe.link_ok
+    )
+    if failing or probe_failed or result.findings:
+        result.status = "problem"
+    result.verdict = verdict(result.rules)
+    if result.verdict == "healthy" and probe_failed:
+        result.verdict = "the compile probe failed: " + (
+            result.findings[0].cause if result.findings else "see its log"
+        )
+    elif result.verdict == "healthy" and result.findings:
+        result.verdict = f"the server log shows: {result.findings[0].cause}"
+
+
+def request_for(variables: dict, overrides: dict) -> DoctorRequest:
+    """Inventory vars first (the same ones site.yml uses), command-line values on top."""
+    request = DoctorRequest(
+        venv=str(variables.get("venv", "/opt/sglang")),
+        env_file=variables.get("server_env_file", DoctorRequest.env_file),
+        server_log=variables.get("server_log", DoctorRequest.server_log),
+        arch=variables.get("gpu_arch"),
+    )
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(request, key, value)
+    return request
+
+
+def run_doctor(inventory, containers: list, connect, overrides: dict, forks: int) -> list:  # noqa: ANN001
+    """Diagnose each container in parallel (or this machine when `inventory` is None)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .targets import build_fleet
+    from .transport.local import LocalTarget
+
+    if inventory is None:
+        return [diagnose(LocalTarget(), request_for({}, overrides))]
+    fleet = build_fleet(containers, connect)
+    jobs = [
+        (t, request_for(inventory.vars_for(c, {}), overrides))
+        for c, t in zip(containers, fleet.targets, strict=True)
+    ]
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
+            return list(pool.map(lambda job: diagnose(*job), jobs))
+    finally:
+        fleet.close()
