@@ -394,8 +394,8 @@ def doctor_command(
     """
     from rich.console import Console
 
-    from .doctorview import exit_code, render, to_json
     from .doctor import run_doctor
+    from .doctorview import exit_code, render, to_json
 
     conn = o.connect_options(
         user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout

@@ -86,12 +86,14 @@ def _print_usage(info: LabInfo, seconds: float) -> None:
     out.print(f"identity:    {info.identity}", highlight=False)
     out.print(f"known_hosts: {info.known_hosts}", highlight=False)
     out.print("\ntry:", highlight=False)
-    out.print(
-        f"  pctfleet exec -i {info.inventory} --host {first.address} --ct {first.containers[0]}"
+    for line in (
+        f"  pctfleet exec -i {info.inventory} -- hostname",
+        f"  pctfleet exec --host {first.address} --ct {first.containers[0]}"
         f" --identity {info.identity} --known-hosts {info.known_hosts} -- hostname",
-        highlight=False,
-        soft_wrap=True,
-    )
+        f"  provision -i {info.inventory}",
+        f"  pctfleet doctor -i {info.inventory} --limit {first.name}/{first.containers[0]}",
+    ):
+        out.print(line, highlight=False, soft_wrap=True)
     out.print(
         f"  ssh -i {info.identity} -o UserKnownHostsFile={info.known_hosts}"
         f" root@{first.address} pct list",
