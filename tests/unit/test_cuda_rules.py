@@ -192,10 +192,18 @@ def _fake_bin(root: Path) -> Path:
     return bin_dir
 
 
+# Like `pct exec`: a small environment, so the runner's CUDA_HOME or CPATH cannot
+# leak in; it keeps the folder of the runner's g++ (nvcc needs a host compiler).
+_GXX_DIR = os.path.dirname(shutil.which("g++") or "/usr/bin/g++")
+CLEAN_ENV = {"PATH": f"{_GXX_DIR}:/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
+
+
 def run_snippet(snippet: str) -> str:
     """Run as the engine does: a dash subshell, stdin closed, stderr dropped."""
     script = f"(\n{snippet}\n) </dev/null 2>/dev/null\n"
-    result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["/bin/sh", "-c", script], capture_output=True, text=True, timeout=60, env=CLEAN_ENV
+    )
     return result.stdout
 
 
@@ -307,10 +315,17 @@ def test_snippet_rejects_bad_env_names():
         toolchain_snippet("/opt/venv", None, {"A;rm -rf /": "x"})
 
 
-def test_cuda_home_comes_from_argument_then_env_then_venv():
-    assert "CH=/opt/cuda" in toolchain_snippet("/v", "/opt/cuda", {"CUDA_HOME": "/x"})
-    assert "CH=/x" in toolchain_snippet("/v", None, {"CUDA_HOME": "/x"})
-    assert "CH=''" in toolchain_snippet("/v", None)
+def test_cuda_home_comes_from_argument_then_env_then_venv(fake_container):
+    venv, ch = str(fake_container["venv"]), str(fake_container["ch"])
+
+    def home(cuda_home, env):
+        facts = parse_toolchain(run_snippet(toolchain_snippet(venv, cuda_home, env)))
+        return facts.cuda_home, facts.cuda_home_from
+
+    assert home("/opt/cuda", {"CUDA_HOME": "/x"}) == ("/opt/cuda", "argument")
+    assert home(None, {"CUDA_HOME": "/x", "CUDA_PATH": "/y"}) == ("/x", "env")
+    assert home(None, {"CUDA_PATH": "/y"}) == ("/y", "env")
+    assert home(None, {"CUDA_HOME": ""}) == (ch, "venv")
 
 
 # --- parse_toolchain -------------------------------------------------------
@@ -654,7 +669,9 @@ def test_parse_probe_decodes_the_log():
 
 def test_probe_without_nvcc_fails_cleanly(tmp_path):
     script = probe_script(str(tmp_path / "no-cuda"), "sm_90", None, str(tmp_path / "w"))
-    result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        ["/bin/sh", "-c", script], capture_output=True, text=True, timeout=30, env=CLEAN_ENV
+    )
     assert result.returncode == 1
     assert not parse_probe(result.stdout).compile_ok
     assert list((tmp_path / "w").iterdir()) == []  # its temp folder is gone
@@ -712,7 +729,7 @@ def real_probes(tmp_path_factory) -> dict:
         ch, arch = item
         script = probe_script(str(ch), arch, None, str(root / "work"))
         done = subprocess.run(
-            ["/bin/sh", "-c", script], capture_output=True, text=True, timeout=300
+            ["/bin/sh", "-c", script], capture_output=True, text=True, timeout=300, env=CLEAN_ENV
         )
         return done.returncode, parse_probe(done.stdout)
 

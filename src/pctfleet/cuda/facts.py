@@ -73,13 +73,21 @@ rel() { sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p' | head -n 1; }
 define() { sed -n "s/^#define[[:space:]]*$1[[:space:]]*\([0-9][0-9]*\).*/\1/p" "$2" | head -n 1; }
 maxptx() { sed -n "s/.*current version is '\([0-9.]*\)'.*/\1/p" | head -n 1; }
 cudahdrs() { [ -f "$1/cuda_runtime_api.h" ] || [ -f "$1/cuda_runtime.h" ] || [ -d "$1/cuda/std" ]; }
+CH_FROM=argument
 if [ -z "$CH" ]; then
+  # flashinfer's own order: CUDA_HOME, then CUDA_PATH (from env or env file).
+  CH=${CUDA_HOME:-${CUDA_PATH:-}}
+  CH_FROM=env
+fi
+if [ -z "$CH" ]; then
+  CH_FROM=venv
   for d in "$V"/lib/python3*/site-packages/nvidia/cu13; do
     if [ -d "$d" ]; then CH=$d; break; fi
   done
 fi
 kv venv "$V"
 kv cuda_home "$CH"
+[ -n "$CH" ] && kv cuda_home_from "$CH_FROM"
 [ -n "$CH" ] && [ -d "$CH" ] && kv cuda_home_real "$(cd "$CH" && pwd -P)"
 PY="$V/bin/python"
 if [ -x "$PY" ]; then
@@ -251,6 +259,7 @@ class ToolchainFacts:
     venv: str | None = None
     cuda_home: str | None = None
     cuda_home_real: str | None = None
+    cuda_home_from: str | None = None  # "argument", "env" (CUDA_HOME/CUDA_PATH) or "venv"
     versions: dict[str, str] = field(default_factory=dict)
     torch_requires_cuda_toolkit: str | None = None
     torch_cuda: str | None = None  # "cpu" for a CPU-only torch
@@ -299,13 +308,12 @@ def toolchain_snippet(
 
     `env` holds the assignments the server runs with (CPATH, NVCC_*_FLAGS,
     PATH...): they are exported first so the facts are the server's. When
-    `cuda_home` is None, the env's CUDA_HOME is used, else the venv's
-    `nvidia/cu13` folder (where the pip wheels unpack).
+    `cuda_home` is None, CUDA_HOME or CUDA_PATH from that environment is used
+    (as flashinfer does), else the venv's `nvidia/cu13` folder (where the pip
+    wheels unpack).
     """
-    env = dict(env or {})
-    home = cuda_home or env.get("CUDA_HOME") or ""
-    lines = [_export(key, value) for key, value in env.items()]
-    lines += [f"V={shlex.quote(venv.rstrip('/') or '/')}", f"CH={shlex.quote(home)}"]
+    lines = [_export(key, value) for key, value in (env or {}).items()]
+    lines += [f"V={shlex.quote(venv.rstrip('/') or '/')}", f"CH={shlex.quote(cuda_home or '')}"]
     links = " ".join(shlex.quote(f"{k}={v}") for k, v in LINK_PATHS.items())
     body = (
         SNIPPET_BODY.replace("@PIP_NAMES@", repr(PIP_NAMES))
@@ -354,6 +362,7 @@ _TEXT_KEYS = {
     "venv",
     "cuda_home",
     "cuda_home_real",
+    "cuda_home_from",
     "torch_cuda",
     "cicc_release_from",
     "cudart_header",
