@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
 from . import adhoc, exitcodes
@@ -177,10 +178,12 @@ def _playbook_run(
         "start", playbook=str(playbook), containers=[c.key for c in containers], check=check
     )
     try:
-        runs = execute(prepared, journal, live.task)
+        with _sigterm_as_interrupt():
+            runs = execute(prepared, journal, live.task)
     except KeyboardInterrupt:
         request.stop.set()
         journal.write("interrupted")
+        console.print(f"interrupted: no new tasks started; journal {journal.path}; rerun to finish")
         raise
     finally:
         journal.close()
@@ -189,6 +192,20 @@ def _playbook_run(
     else:
         report.recap(console, runs, journal.run_id)
     return _run_exit_code(runs)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM stops a run the way Ctrl-C does: cleanly, with the journal written."""
+
+    def interrupt(signum, frame):  # noqa: ANN001
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_exit_code(runs) -> int:
@@ -428,23 +445,31 @@ def _register_subcommands() -> None:
 _register_subcommands()
 
 
+def _is_click(exc: BaseException, name: str) -> bool:
+    """Typer vendors its own click, so match click's exception classes by name."""
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
 def _invoke(
     application: typer.Typer, args: list[str] | None = None, prog: str | None = None
 ) -> int:
-    """Run the app with our exit codes: 5 for bad options, 4 for bad input, 99 for Ctrl-C."""
+    """Run the app with our exit codes: 5 bad options, 4 bad input, 99 interrupted."""
     try:
         result = application(args=args, prog_name=prog, standalone_mode=False)
-    except click.exceptions.UsageError as exc:
-        exc.show()
-        return exitcodes.BAD_OPTIONS
-    except click.exceptions.Abort:
-        typer.secho("interrupted", err=True, fg="red")
-        return exitcodes.INTERRUPTED
     except InputError as exc:
         typer.secho(f"error: {exc}", err=True, fg="red")
         return exitcodes.PARSE_ERROR
     except KeyboardInterrupt:
         typer.secho("interrupted", err=True, fg="red")
+        return exitcodes.INTERRUPTED
+    except Exception as exc:
+        if _is_click(exc, "Abort"):
+            return exitcodes.INTERRUPTED
+        if _is_click(exc, "ClickException"):
+            exc.show()
+            return exitcodes.BAD_OPTIONS
+        raise
+    if result == 130:  # typer's own code for Ctrl-C
         return exitcodes.INTERRUPTED
     return result if isinstance(result, int) else exitcodes.OK
 

@@ -174,5 +174,13 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> N
             )
 
     with ThreadPoolExecutor(max_workers=max(1, request.forks)) as pool:
-        for future in [pool.submit(one, c) for c in containers]:
-            future.result()
+        futures = [pool.submit(one, c) for c in containers]
+        try:
+            for future in futures:
+                future.result()
+        except KeyboardInterrupt:
+            # Start nothing new; tasks already running finish or time out, then we report.
+            request.stop.set()
+            for future in futures:
+                future.cancel()
+            raise

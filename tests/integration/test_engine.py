@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -269,3 +271,43 @@ def test_stale_server_stop_kills_only_the_recorded_group(info, tmp_path):
     in_ct(info, "node2/201", "kill -TERM -$(cat /tmp/other.pid)")
     code, doc = run_json(info, book, "--limit", "node2/201", journal=tmp_path)
     assert by_key(doc)["node2/201"]["stats"]["changed"] == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
+    book = _write(
+        tmp_path,
+        "slow.yml",
+        """\
+        - hosts: all
+          tasks:
+            - {name: first, shell: "sleep 2; echo first >> /tmp/pctfleet-interrupt"}
+            - {name: second, shell: "echo second >> /tmp/pctfleet-interrupt"}
+        """,
+    )
+    pctfleet("exec", "-i", str(info.inventory), "--", "rm", "-f", "/tmp/pctfleet-interrupt")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pctfleet",
+            "run",
+            str(book),
+            "-i",
+            str(info.inventory),
+            "--journal-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 99, err
+    done = pctfleet("exec", "-i", str(info.inventory), "--", "cat", "/tmp/pctfleet-interrupt")
+    lines = [line.split(" | ")[1] for line in done.stdout.splitlines()]
+    assert lines == ["first"] * 4  # the running task finished; the next never started
+    journal = next(tmp_path.glob("*.jsonl")).read_text().splitlines()
+    assert json.loads(journal[-1])["kind"] == "interrupted"

@@ -1,0 +1,182 @@
+"""site.yml on the lab with real pip wheels and a real nvcc: doctor, seeded mismatches, repair."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.lab
+
+FRESH = "node2/200"
+SEEDED = "node2/201"
+CH = "/opt/sglang/lib/python3.11/site-packages/nvidia/cu13"
+PIP = "/opt/sglang/bin/python -m pip install -q --no-deps --disable-pip-version-check"
+
+
+def pctfleet(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pctfleet", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="module")
+def lab_inventory(lab):
+    return str(lab.up(nodes=2, containers=2).inventory)
+
+
+def sh(inventory: str, key: str, script: str) -> subprocess.CompletedProcess:
+    return pctfleet(
+        "exec", "-i", inventory, "--limit", key, "--timeout", "900", "--", "sh", "-c", script
+    )
+
+
+def provision(inventory: str, limit: str, *more: str) -> tuple[int, dict]:
+    proc = pctfleet("provision", "-i", inventory, "--limit", limit, "--json", *more)
+    assert proc.stdout, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def doctor(inventory: str, key: str, *more: str) -> tuple[int, dict]:
+    proc = pctfleet("doctor", "-i", inventory, "--limit", key, "--json", *more)
+    assert proc.stdout, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)["containers"][0]
+
+
+@pytest.fixture(scope="module")
+def provisioned(lab_inventory, tmp_path_factory):
+    """Both node2 containers wiped of any earlier serving setup, then provisioned."""
+    reset = tmp_path_factory.mktemp("reset") / "reset.yml"
+    reset.write_text(
+        textwrap.dedent("""\
+        - hosts: all
+          tasks:
+            - name: stop an earlier server
+              server_stop: {pidfile: /run/pctfleet/sglang.pid, grace: 5}
+            - {name: venv, file: {path: /opt/sglang, state: absent}}
+            - {name: env, file: {path: /etc/pctfleet, state: absent}}
+            - {name: cache, file: {path: /root/.cache/flashinfer, state: absent}}
+            - {name: stray, file: {path: /usr/local/cuda-12.8, state: absent}}
+        """)
+    )
+    proc = pctfleet("run", str(reset), "-i", lab_inventory, "--limit", "node2")
+    assert proc.returncode == 0, proc.stderr
+    code, doc = provision(lab_inventory, "node2")
+    assert code == 0, json.dumps(doc["containers"], indent=1)[-3000:]
+    return doc
+
+
+def test_fresh_container_passes_doctor_for_sm120_and_sm90(lab_inventory, provisioned):
+    for arch in ("sm_120", "sm_90"):
+        code, report = doctor(lab_inventory, FRESH, "--arch", arch)
+        assert code == 0, report["verdict"]
+        assert report["probe"]["compile_ok"] and report["probe"]["link_ok"]
+        failing = [r["rule"] for r in report["rules"] if r["ok"] is False]
+        assert failing == []
+        assert report["components"]["nvidia-nvvm"] == "13.0.88"
+
+
+def test_second_provision_changes_nothing_with_one_call(lab_inventory, provisioned):
+    code, doc = provision(lab_inventory, "node2")
+    assert code == 0
+    for run in doc["containers"]:
+        changed = [t["name"] for t in run["tasks"] if t["changed"]]
+        assert changed == [] and run["remote_calls"] == 1, (run["ctid"], changed)
+
+
+def test_server_runs_sglang_command_line_and_environment(lab_inventory, provisioned):
+    script = (
+        "p=$(cat /run/pctfleet/sglang.pid); tr '\\0' ' ' < /proc/$p/cmdline; echo; "
+        "tr '\\0' '\\n' < /proc/$p/environ | sort"
+    )
+    out = sh(lab_inventory, FRESH, script).stdout.splitlines()
+    assert out[0].split() == [
+        "/opt/sglang/bin/python",
+        "-m",
+        "sglang_standin",
+        "--model-path",
+        "/models/default",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "30200",
+        "--tp-size",
+        "1",
+        "--attention-backend",
+        "flashinfer",
+        "--sampling-backend",
+        "pytorch",
+    ]
+    env = dict(line.split("=", 1) for line in out[1:] if "=" in line)
+    assert env["CUDA_HOME"] == CH
+    assert env["FLASHINFER_WORKSPACE_BASE"] == "/var/cache/flashinfer-workspace"
+    assert env["SGLANG_WARMUP_TIMEOUT"] == "1800"
+    assert env["PATH"].startswith(f"{CH}/bin:/opt/sglang/bin:")
+
+
+STRAY_HEADER = (
+    f"mkdir -p /usr/local/cuda-12.8/include && sed 's/^#define CUDART_VERSION .*/#define "
+    f"CUDART_VERSION 12080/' {CH}/include/cuda_runtime_api.h > "
+    "/usr/local/cuda-12.8/include/cuda_runtime_api.h && "
+    "echo CPATH=/usr/local/cuda-12.8/include >> /etc/pctfleet/sglang.env"
+)
+
+SEEDS = {
+    "nvvm newer than nvcc": (
+        f"{PIP} nvidia-nvvm==13.2.78",
+        "nvcc-cicc",
+        "Unsupported .version 9.2; current version is '9.0'",
+    ),
+    "nvcc newer than the runtime headers": (
+        f"{PIP} nvidia-cuda-nvcc==13.2.78 nvidia-nvvm==13.2.78 nvidia-cuda-crt==13.2.78",
+        "nvcc-cudart",
+        "CUDA compiler and CUDA toolkit headers are incompatible",
+    ),
+    "link fixes missing": (
+        f"rm -f {CH}/lib64 {CH}/lib/libcudart.so",
+        "links",
+        "cannot find -lcudart",
+    ),
+    "stray CPATH to another include tree": (
+        STRAY_HEADER,
+        "no-stray-headers",
+        "CUDA compiler and CUDA toolkit headers are incompatible",
+    ),
+}
+
+
+@pytest.mark.parametrize("seed", list(SEEDS))
+def test_seeded_mismatch_is_diagnosed_then_repaired(lab_inventory, provisioned, seed):
+    script, rule, message = SEEDS[seed]
+    assert sh(lab_inventory, SEEDED, script).returncode == 0
+    code, report = doctor(lab_inventory, SEEDED)
+    assert code == 2
+    failing = {r["rule"] for r in report["rules"] if r["ok"] is False}
+    assert rule in failing, (failing, report["verdict"])
+    assert not (report["probe"]["compile_ok"] and report["probe"]["link_ok"])
+    assert message in report["probe"]["log"]
+    assert any(message.split(";")[0] in f["line"] for f in report["findings"]), report["findings"]
+
+    code, doc = provision(lab_inventory, SEEDED)
+    assert code == 0, [t["msg"] for t in doc["containers"][0]["tasks"] if t["status"] == "failed"]
+    code, report = doctor(lab_inventory, SEEDED)
+    assert code == 0, report["verdict"]
+
+
+def test_failing_server_reports_the_recognised_cause(lab_inventory, provisioned):
+    failing = json.dumps(
+        {
+            "server_extra_env": {"STANDIN_FAIL": "ptxas fatal : Unsupported gpu architecture"},
+            "server_ready_timeout": 30,
+        }
+    )
+    code, doc = provision(lab_inventory, FRESH, "-e", failing)
+    assert code == 2
+    task = next(t for t in doc["containers"][0]["tasks"] if t["module"] == "server")
+    assert task["status"] == "failed"
+    assert "Initialization failed. warmup error" in task["msg"]
+    code, doc = provision(lab_inventory, FRESH)
+    assert code == 0
