@@ -244,11 +244,11 @@ def test_failing_task_fails_only_its_container(info, tmp_path):
 
 
 def test_stale_server_stop_kills_only_the_recorded_group(info, tmp_path):
+    detach = "</dev/null >/dev/null 2>&1 &"
     setup = (
-        "rm -f /tmp/stale.pid; "
-        "setsid sh -c 'sleep 300 & sleep 300' </dev/null >/dev/null 2>&1 & echo $! > /tmp/stale.pid; "
-        "setsid sh -c 'sleep 301 & sleep 301' </dev/null >/dev/null 2>&1 & echo $! > /tmp/other.pid; "
-        "sleep 0.3"
+        f"rm -f /tmp/stale.pid; setsid sh -c 'sleep 300 & sleep 300' {detach} "
+        f"echo $! > /tmp/stale.pid; setsid sh -c 'sleep 301 & sleep 301' {detach} "
+        "echo $! > /tmp/other.pid; sleep 0.3"
     )
     in_ct(info, "node2/201", setup)
     book = _write(
