@@ -146,8 +146,6 @@ def _playbook_run(
     journal_dir,
 ) -> int:
     """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
-    from rich.console import Console
-
     from . import report
     from .engine import RunOptions
     from .fleet import RunRequest, execute, prepare
@@ -167,7 +165,7 @@ def _playbook_run(
     request = RunRequest(playbook, inv, containers, conn, options, forks)
     prepared = prepare(request)
     journal = Journal(journal_dir)
-    console = Console(stderr=True, soft_wrap=True)
+    console = report.make_console(stderr=True)
     live = report.LiveReport(console, verbose, show_diff=diff and not as_json)
     console.print(
         f"run {journal.run_id}: {playbook} on {len(containers)} container(s)"
@@ -409,10 +407,9 @@ def doctor_command(
     the one-line fix. Changes nothing. Exit 0 healthy, 2 a problem found,
     3 unreachable.
     """
-    from rich.console import Console
-
     from .doctor import run_doctor
     from .doctorview import exit_code, render, to_json
+    from .report import make_console
 
     conn = o.connect_options(
         user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
@@ -432,8 +429,80 @@ def doctor_command(
     if as_json:
         typer.echo(to_json(diagnoses))
     else:
-        render(Console(soft_wrap=True), diagnoses)
+        render(make_console(), diagnoses)
     return exit_code(diagnoses)
+
+
+@app.command("audit")
+def audit_command(
+    inventory: o.Inventory = None,
+    host: o.Host = None,
+    ct: o.Ct = None,
+    limit: o.Limit = None,
+    playbook: Annotated[Path, typer.Option("--playbook", "-p", help="Desired state.")] = (
+        DEFAULT_PLAYBOOK
+    ),
+    tags: Tags = None,
+    skip_tags: SkipTags = None,
+    extra_vars: Extra = None,
+    baseline: Annotated[
+        bool,
+        typer.Option("--baseline", help="Record each container's fingerprint as the new baseline."),
+    ] = False,
+    baseline_file: Annotated[
+        Path, typer.Option("--baseline-file", help="Where baselines live.")
+    ] = Path("~/.local/state/pctfleet/baseline.json"),
+    forks: Forks = 10,
+    as_json: Json = False,
+    user: o.User = None,
+    port: o.Port = None,
+    identity: o.Identity = None,
+    known_hosts: o.KnownHosts = None,
+    accept_new_host_keys: o.AcceptNew = False,
+    timeout: o.Timeout = 600.0,
+    connect_timeout: o.ConnectTimeout = 10.0,
+) -> int:
+    """Find drift: the playbook in check mode plus a fingerprint, one pct exec per container.
+
+    Example: pctfleet audit -i inventory/prod.yml
+
+    Each container gets the tasks that would change (expected vs actual) and,
+    once a baseline was recorded (--baseline), every version, link, overlay
+    hash or pip package that differs from it. A version matrix shows which
+    containers differ from the rest. Exit 0 no drift, 2 drift, 1 error
+    (an unreachable container is never reported clean).
+    """
+    from . import audit as drift
+    from .auditview import exit_code, render, to_json
+    from .engine import RunOptions
+    from .fleet import RunRequest, execute, prepare
+    from .inventory import parse_extra_vars
+    from .report import make_console
+
+    inv, containers = select_containers(inventory, host, ct, limit)
+    options = RunOptions(
+        check=True,
+        diff=True,
+        tags=_split_tags(tags),
+        skip_tags=_split_tags(skip_tags),
+        extra_vars=parse_extra_vars(extra_vars or []),
+        extra_probes={"fingerprint": drift.fingerprint_snippet},
+    )
+    conn = o.connect_options(
+        user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
+    )
+    request = RunRequest(_default_playbook(playbook), inv, containers, conn, options, forks)
+    runs = execute(prepare(request))
+    recorded = {} if baseline else drift.load_baseline(baseline_file)
+    audits = [drift.judge(run, recorded.get(run.key)) for run in runs]
+    if baseline:
+        count = drift.save_baseline(baseline_file, audits)
+        typer.secho(f"baseline: recorded {count} container(s) in {baseline_file}", err=True)
+    if as_json:
+        typer.echo(to_json(audits))
+    else:
+        render(make_console(), audits)
+    return exit_code(audits)
 
 
 def _register_subcommands() -> None:

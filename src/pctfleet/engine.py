@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import probe
+from .errors import InputError
 from .modules import REGISTRY
 from .modules.base import Fact, Plan
 from .results import ContainerRun, TaskResult
@@ -33,6 +34,8 @@ class RunOptions:
     skip_tags: set[str] | None = None
     extra_vars: dict[str, Any] = field(default_factory=dict)
     base_dir: str = "."
+    # More snippets for the first probe (audit's fingerprint): key -> f(vars) -> sh.
+    extra_probes: dict[str, Callable[[dict], str]] = field(default_factory=dict)
 
 
 class Interrupted(Exception):
@@ -70,6 +73,7 @@ class ContainerEngine:
         self.facts: dict[str, tuple[str, Fact]] | None = None
         self.notified: list[str] = []
         self.stop = stop or threading.Event()
+        self.pending_extras = {key: make(variables) for key, make in options.extra_probes.items()}
 
     # -- the play ---------------------------------------------------------
 
@@ -81,6 +85,8 @@ class ContainerEngine:
             wanted = [h for h in handlers if self._is_notified(h)]
             self.facts = None
             self._run_list(wanted, handler=True)
+            if self.pending_extras:
+                self._probe([None], first=None)
         except TransportError as exc:
             hint = f" ({exc.hint})" if exc.hint else ""
             self.run.status, self.run.message = exc.status, exc.message + hint
@@ -88,6 +94,8 @@ class ContainerEngine:
             self.run.status, self.run.message = "failed", str(exc)
         except Interrupted:
             self.run.status, self.run.message = "interrupted", "stopped before the next task"
+        except InputError as exc:  # a value only known at run time was wrong
+            self.run.status, self.run.message = "failed", str(exc)
         finally:
             self.run.remote_calls = self.target.calls
             self.run.duration += time.monotonic() - started
@@ -159,16 +167,19 @@ class ContainerEngine:
             self._probe(remaining, first=(key, snippet))
         return self.facts[key][1]
 
-    def _probe(self, remaining: list, first: tuple[str, str]) -> None:
+    def _probe(self, remaining: list, first: tuple[str, str] | None) -> None:
         """Read facts for this task and every later one we can render now: one call."""
-        snippets = dict([first])
+        snippets = dict([first]) if first else {}
         for task in remaining[1:]:
             snippet = self._try_snippet(task)
             if snippet:
                 snippets[f"t{id(task)}"] = snippet
-        output = self.target.run_script(probe.build_script(snippets))
+        extras, self.pending_extras = self.pending_extras, {}
+        output = self.target.run_script(probe.build_script({**snippets, **extras}))
         facts = probe.parse_output(output.text())
         self.facts = {key: (snippets[key], facts.get(key, Fact("", 1))) for key in snippets}
+        for key in extras:
+            self.run.extra_facts[key] = facts.get(key, Fact("", 1)).output
 
     def _try_snippet(self, task: Any) -> str | None:
         """The task's probe snippet if its args render with what is known now."""

@@ -94,3 +94,12 @@ def document(runs: list[ContainerRun], run_id: str, extra: dict[str, Any] | None
         **(extra or {}),
     }
     return json.dumps(data, indent=2, default=str)
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that does not squeeze tables to 80 columns when output is piped."""
+    import sys
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 160
+    return Console(stderr=stderr, soft_wrap=True, width=width)

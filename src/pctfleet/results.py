@@ -49,6 +49,7 @@ class ContainerRun:
     remote_calls: int = 0
     duration: float = 0.0
     tasks: list[TaskResult] = field(default_factory=list)
+    extra_facts: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:

@@ -1,0 +1,204 @@
+"""Drift: what differs from the playbook's desired state and from a recorded baseline.
+
+The playbook runs in check mode, and a fingerprint of the container (versions,
+links, overlay hash, server, every pip package) rides along in the same probe:
+one `pct exec` per container for the whole audit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cuda.facts import parse_toolchain, toolchain_snippet
+from .modules.base import q
+from .modules.cccl import MANIFEST
+from .modules.pip import LIST_INSTALLED
+from .results import UNREACHED, ContainerRun
+
+DEFAULT_BASELINE = Path("~/.local/state/pctfleet/baseline.json")
+MATRIX = ("nvcc", "nvvm", "runtime", "cccl", "torch", "flashinfer", "sglang", "driver")
+PIP_KEYS = {
+    "nvvm": "nvidia-nvvm",
+    "runtime": "nvidia-cuda-runtime",
+    "torch": "torch",
+    "flashinfer": "flashinfer-python",
+    "sglang": "sglang",
+}
+
+
+def fingerprint_snippet(variables: dict) -> str:
+    """Everything a fingerprint holds, read in the audit's single probe."""
+    venv = str(variables.get("venv", "/opt/sglang"))
+    python = q(venv + "/bin/python")
+    pidfile = q(variables.get("server_pidfile", "/run/pctfleet/sglang.pid"))
+    manifest = f"{q(venv)}/lib/python3*/site-packages/nvidia/cu13/include/cccl/{MANIFEST}"
+    running = f'[ -f {pidfile} ] && kill -0 "$(cat {pidfile})" 2>/dev/null'
+    return "\n".join(
+        [
+            toolchain_snippet(venv),
+            f"if [ -x {python} ]; then {python} - <<'PCTFLEET_PY'",
+            LIST_INSTALLED,
+            "PCTFLEET_PY",
+            "fi",
+            f'for m in {manifest}; do [ -f "$m" ] && echo "overlay=$(base64 -w0 < "$m")"; done',
+            f"if {running}; then echo server=running; else echo server=stopped; fi",
+        ]
+    )
+
+
+def fingerprint(raw: str) -> dict[str, str]:
+    """Flat key -> value: the toolchain's versions, links, overlay, server, pip packages."""
+    facts = parse_toolchain(raw)
+    found: dict[str, str] = {}
+    for key, value in (
+        ("nvcc", facts.nvcc_version),
+        ("ptxas", facts.ptxas_version),
+        ("cicc", facts.cicc_release),
+        ("cudart", facts.cudart_version),
+        ("cccl", facts.cccl_version),
+        ("driver", facts.driver_version),
+    ):
+        if value:
+            found[key] = value
+    for name, target in facts.links.items():
+        found[f"link.{name}"] = target
+    pairs = dict(line.split("=", 1) for line in raw.splitlines() if "=" in line)
+    if "pkgs" in pairs:
+        found.update({f"pip.{k}": v for k, v in json.loads(pairs["pkgs"]).items()})
+    if "overlay" in pairs:
+        import base64
+
+        manifest = json.loads(base64.b64decode(pairs["overlay"]))
+        found["overlay.tree_hash"] = str(manifest.get("tree_hash"))
+    found["server"] = pairs.get("server", "stopped")
+    return found
+
+
+@dataclass
+class DriftItem:
+    kind: str  # task | baseline | extra-package | missing
+    what: str
+    expected: str
+    actual: str
+
+    def as_json(self) -> dict:
+        return {
+            "kind": self.kind,
+            "what": self.what,
+            "expected": self.expected,
+            "actual": self.actual,
+        }
+
+
+@dataclass
+class ContainerAudit:
+    container: str
+    status: str  # clean | drift | unreachable | ct-missing | ct-stopped | timeout | error
+    message: str = ""
+    items: list[DriftItem] = field(default_factory=list)
+    fingerprint: dict[str, str] = field(default_factory=dict)
+    remote_calls: int = 0
+
+    def versions(self) -> dict[str, str]:
+        fp = self.fingerprint
+        row = {
+            "nvcc": fp.get("nvcc", ""),
+            "cccl": fp.get("cccl", ""),
+            "driver": fp.get("driver", ""),
+        }
+        row.update({col: fp.get(f"pip.{pkg}", "") for col, pkg in PIP_KEYS.items()})
+        return {col: row.get(col, "") for col in MATRIX}
+
+    def as_json(self) -> dict:
+        return {
+            "container": self.container,
+            "status": self.status,
+            "message": self.message,
+            "drift": [item.as_json() for item in self.items],
+            "versions": self.versions(),
+            "remote_calls": self.remote_calls,
+        }
+
+
+def judge(run: ContainerRun, baseline: dict[str, str] | None) -> ContainerAudit:
+    """Drift items from a check-mode run and, when recorded, the baseline."""
+    audit = ContainerAudit(run.key, "clean", remote_calls=run.remote_calls)
+    if run.status in UNREACHED or run.status == "interrupted":
+        audit.status, audit.message = run.status, run.message
+        return audit
+    audit.fingerprint = fingerprint(run.extra_facts.get("fingerprint", ""))
+    audit.items = _task_items(run) + _baseline_items(audit.fingerprint, baseline)
+    if run.status == "failed":
+        audit.status, audit.message = "drift", run.message
+    if audit.items:
+        audit.status = "drift"
+    return audit
+
+
+def _task_items(run: ContainerRun) -> list[DriftItem]:
+    items = []
+    for task in run.tasks:
+        if task.status in {"changed", "failed"}:
+            diff = task.diff or {}
+            actual = str(diff.get("before", "")).strip() or task.msg
+            expected = str(diff.get("after", "")).strip() or (
+                "ok" if task.status == "failed" else "as declared"
+            )
+            items.append(DriftItem("task", task.name, expected, actual))
+    return items
+
+
+def _baseline_items(now: dict[str, str], baseline: dict[str, str] | None) -> list[DriftItem]:
+    if baseline is None:
+        return []
+    items = []
+    for key in sorted(set(baseline) | set(now)):
+        before, after = baseline.get(key), now.get(key)
+        if before == after:
+            continue
+        if before is None:
+            kind = "extra-package" if key.startswith("pip.") else "baseline"
+            items.append(DriftItem(kind, key, "(absent)", str(after)))
+        else:
+            items.append(DriftItem("baseline", key, before, str(after or "(absent)")))
+    return items
+
+
+def load_baseline(path: Path) -> dict[str, dict[str, str]]:
+    path = Path(path).expanduser()
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text()).get("containers", {})
+
+
+def save_baseline(path: Path, audits: list[ContainerAudit]) -> int:
+    """Record the fingerprints that were read (unreachable ones keep their old entry)."""
+    path = Path(path).expanduser()
+    recorded = load_baseline(path)
+    fresh = {a.container: a.fingerprint for a in audits if a.fingerprint}
+    recorded.update(fresh)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"containers": recorded}, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+    return len(fresh)
+
+
+def majority(audits: list[ContainerAudit]) -> dict[str, str]:
+    """Per column, the value most containers have: cells that differ stand out."""
+    common: dict[str, str] = {}
+    rows = [a.versions() for a in audits if a.fingerprint]
+    for col in MATRIX:
+        counts = Counter(row[col] for row in rows)
+        common[col] = counts.most_common(1)[0][0] if counts else ""
+    return common
+
+
+def summary(audits: list[ContainerAudit]) -> dict[str, Any]:
+    counts = Counter(a.status for a in audits)
+    return {"containers": len(audits), **counts}
