@@ -8,6 +8,7 @@ compiles and links the probe with the toolchain the facts found.
 from __future__ import annotations
 
 import base64
+import shlex
 from dataclasses import asdict, dataclass, field
 
 from . import probe as framing
@@ -150,12 +151,16 @@ def _compile(target: Target, facts: ToolchainFacts, arch: str, env: dict) -> Pro
 
 def _env_values(text: str) -> dict[str, str]:
     """KEY=VALUE lines of the server's environment file (what the probe should see)."""
-    pairs = (
-        line.split("=", 1)
-        for line in text.splitlines()
-        if "=" in line and not line.lstrip().startswith("#")
-    )
-    return {key.strip(): value.strip() for key, value in pairs if key.strip().isidentifier()}
+    values = {}
+    for line in text.splitlines():
+        key, sep, raw = line.partition("=")
+        if sep and key.strip().isidentifier() and not line.lstrip().startswith("#"):
+            try:
+                words = shlex.split(raw)  # the file is sourced by sh: values are quoted
+            except ValueError:
+                words = [raw.strip()]
+            values[key.strip()] = " ".join(words)
+    return values
 
 
 def _gpu_arch(facts: ToolchainFacts) -> str | None:
