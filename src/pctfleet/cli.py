@@ -505,6 +505,176 @@ def audit_command(
     return exit_code(audits)
 
 
+@app.command("verify")
+def verify_command(
+    inventory: o.Inventory = None,
+    host: o.Host = None,
+    ct: o.Ct = None,
+    limit: o.Limit = None,
+    tests: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--tests", help="More test files or folders (testinfra, the 'host' fixture); repeat."
+        ),
+    ] = None,
+    keyword: Annotated[
+        str | None,
+        typer.Option("--keyword", "-k", help="Select checks like pytest -k, e.g. 'server'."),
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Also write pytest's JUnit XML to this file.")
+    ] = None,
+    forks: Forks = 10,
+    as_json: Json = False,
+    user: o.User = None,
+    port: o.Port = None,
+    identity: o.Identity = None,
+    known_hosts: o.KnownHosts = None,
+    accept_new_host_keys: o.AcceptNew = False,
+    timeout: o.Timeout = 120.0,
+    connect_timeout: o.ConnectTimeout = 10.0,
+) -> int:
+    """Prove each container's end state with testinfra checks over pct (changes nothing).
+
+    Example: pctfleet verify -i inventory/prod.yml -k server
+
+    Checks the matched toolchain, the links, the CCCL overlay, the JIT cache
+    and the server (PID, port, /health), with each container's inventory vars.
+    Exit 0 when every check passed in every container, 1 otherwise (a failed
+    check, or a container unreachable, missing or stopped), 4 unloadable
+    tests, 5 bad options.
+    """
+    from rich.console import Console
+
+    from .verify.runner import VerifyRequest, VerifyUsageError, render, run_verify, to_json
+
+    inv, containers = select_containers(inventory, host, ct, limit)
+    conn = o.connect_options(
+        user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
+    )
+    request = VerifyRequest(inv, containers, conn, list(tests or []), keyword, junit, forks)
+    try:
+        result = run_verify(request)
+    except VerifyUsageError as exc:
+        raise fail(str(exc), exc.code) from None
+    if as_json:
+        typer.echo(to_json(result))
+    else:
+        render(Console(soft_wrap=True), result)
+    return result.exit_code()
+
+
+@app.command("rollout")
+def rollout_command(
+    playbook: Annotated[
+        Path | None,
+        typer.Argument(help="Playbook to roll out (not with --resume).", show_default=False),
+    ] = None,
+    inventory: o.Inventory = None,
+    limit: o.Limit = None,
+    serial: Annotated[
+        str,
+        typer.Option(
+            "--serial",
+            help="Batch sizes, Ansible style: 1, 25%, "
+            "or a list like 1,25%,100% (the last repeats).",
+        ),
+    ] = "1,25%",
+    max_fail_percent: Annotated[
+        float | None,
+        typer.Option(
+            "--max-fail-percent",
+            min=0,
+            max=100,
+            help="Stop when a batch's failures exceed this percent.",
+        ),
+    ] = None,
+    any_errors_fatal: Annotated[
+        bool, typer.Option("--any-errors-fatal", help="Stop at the first failed container.")
+    ] = False,
+    per_node: Annotated[
+        int | None,
+        typer.Option(
+            "--per-node",
+            min=1,
+            help="At most this many containers of one Proxmox node change at once.",
+        ),
+    ] = None,
+    order: Annotated[
+        str, typer.Option("--order", help="spread: batches mix nodes; node: node by node.")
+    ] = "spread",
+    gate: Annotated[
+        bool, typer.Option("--gate/--no-gate", help="Verify each batch before the next starts.")
+    ] = True,
+    gate_checks: Annotated[
+        str | None,
+        typer.Option(
+            "--gate-checks", help="pytest -k expression selecting the gate's checks [default: all]."
+        ),
+    ] = None,
+    gate_tests: Annotated[
+        list[Path] | None, typer.Option("--gate-tests", help="More check files for the gate.")
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Continue rollout ID: skip "
+            "containers done (after checking they are still healthy).",
+        ),
+    ] = None,
+    tags: Tags = None,
+    skip_tags: SkipTags = None,
+    extra_vars: Extra = None,
+    forks: Forks = 10,
+    as_json: Json = False,
+    journal_dir: JournalDir = None,
+    user: o.User = None,
+    port: o.Port = None,
+    identity: o.Identity = None,
+    known_hosts: o.KnownHosts = None,
+    accept_new_host_keys: o.AcceptNew = False,
+    timeout: o.Timeout = 1800.0,
+    connect_timeout: o.ConnectTimeout = 10.0,
+) -> int:
+    """Roll a playbook across the fleet in batches, checking health between batches.
+
+    Example: pctfleet rollout playbooks/site.yml -i inventory/prod.yml --serial 1,25%
+    --max-fail-percent 10 --per-node 1
+
+    When it stops (failures over the threshold, a failed health gate, Ctrl-C),
+    containers not reached are untouched; the summary lists done, failed and
+    untouched containers, and --resume ID finishes the job. Exit 0 completed,
+    2 stopped on failures, 99 interrupted.
+    """
+    from .rolloutcli import RolloutArgs, run_rollout
+
+    conn = o.connect_options(
+        user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
+    )
+    args = RolloutArgs(
+        playbook=playbook,
+        inventory=inventory,
+        limit=limit,
+        serial=serial,
+        max_fail_percent=max_fail_percent,
+        any_errors_fatal=any_errors_fatal,
+        per_node=per_node,
+        order=order,
+        gate=gate,
+        gate_checks=gate_checks,
+        gate_tests=gate_tests or [],
+        resume=resume,
+        tags=tags,
+        skip_tags=skip_tags,
+        extra_vars=extra_vars or [],
+        forks=forks,
+        as_json=as_json,
+        journal_dir=journal_dir,
+    )
+    return run_rollout(args, conn, select_containers)
+
+
 def _register_subcommands() -> None:
     from .lab.cli import lab_app
 

@@ -31,6 +31,7 @@ class RunRequest:
     options: RunOptions
     forks: int = 10
     stop: threading.Event = field(default_factory=threading.Event)
+    per_node: int | None = None  # at most this many containers of one node at once
 
 
 def container_vars(inventory: Any, container: Any, play: Any, extra: dict) -> dict[str, Any]:

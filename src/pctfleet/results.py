@@ -50,6 +50,8 @@ class ContainerRun:
     duration: float = 0.0
     tasks: list[TaskResult] = field(default_factory=list)
     extra_facts: dict[str, str] = field(default_factory=dict)
+    started_at: float = 0.0  # wall clock, for journals: when its first task began
+    finished_at: float = 0.0
 
     @property
     def key(self) -> str:
@@ -78,6 +80,8 @@ class ContainerRun:
             "stats": self.stats(),
             "remote_calls": self.remote_calls,
             "duration": round(self.duration, 3),
+            "started_at": round(self.started_at, 3),
+            "finished_at": round(self.finished_at, 3),
             "tasks": [task.as_json() for task in self.tasks],
         }
 

@@ -1,0 +1,235 @@
+"""Rolling a playbook across a fleet in batches, with a health gate between batches.
+
+Every rollout has an id and a journal (JSON lines). When it stops (failures
+over the threshold, a failed gate, Ctrl-C), containers not yet reached are
+left untouched, and `--resume ID` continues with them later.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .batches import order_containers, plan_batches
+from .engine import RunOptions
+from .fleet import PreparedRun, RunRequest, execute, prepare
+from .journal import Journal, read
+from .results import ContainerRun
+from .transport.options import ConnectOptions
+
+DEFAULT_DIR = Path("~/.local/state/pctfleet/rollouts")
+SUCCESS = ("ok", "changed")
+
+# A gate takes the batch's containers and says, per container key, (passed, why).
+Gate = Callable[[list], dict[str, tuple[bool, str]]]
+
+
+@dataclass
+class RolloutPlan:
+    playbook: Path
+    inventory: Any
+    inventory_path: str
+    containers: list
+    connect: ConnectOptions
+    options: RunOptions
+    serial: list[str]
+    max_fail_percent: float | None = None
+    any_errors_fatal: bool = False
+    per_node: int | None = None
+    order: str = "spread"
+    forks: int = 10
+
+
+@dataclass
+class RolloutResult:
+    rollout_id: str
+    journal: Path
+    done: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    untouched: list[str] = field(default_factory=list)
+    batches: list[list[str]] = field(default_factory=list)
+    stopped: str = ""  # why the rollout stopped early, "" when it completed
+    runs: dict[str, ContainerRun] = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        return {
+            "rollout_id": self.rollout_id,
+            "journal": str(self.journal),
+            "batches": self.batches,
+            "done": self.done,
+            "failed": self.failed,
+            "untouched": self.untouched,
+            "stopped": self.stopped,
+            "completed": not self.stopped,
+        }
+
+
+class Rollout:
+    """Runs the plan batch by batch; `on_event` sees every journal record as it happens."""
+
+    def __init__(
+        self,
+        plan: RolloutPlan,
+        journal: Journal,
+        gate: Gate | None,
+        on_event: Callable[[dict], None] = lambda event: None,
+    ) -> None:
+        self.plan = plan
+        self.journal = journal
+        self.gate = gate
+        self.on_event = on_event
+        self.stop = threading.Event()
+        self.result = RolloutResult(journal.run_id, journal.path)
+
+    def event(self, kind: str, **data: Any) -> None:
+        self.journal.write(kind, **data)
+        self.on_event({"kind": kind, **data})
+
+    def run(self, already_done: list[str] | None = None) -> RolloutResult:
+        plan, result = self.plan, self.result
+        result.done = list(already_done or [])
+        todo = [
+            c for c in order_containers(plan.containers, plan.order) if c.key not in result.done
+        ]
+        batches = plan_batches(todo, plan.serial)
+        result.batches = [[c.key for c in batch] for batch in batches]
+        self.event("rollout-plan", batches=result.batches, done=result.done)
+        prepared = prepare(self._request(todo))
+        try:
+            for index, batch in enumerate(batches, start=1):
+                if self.stop.is_set() or not self._batch(index, len(batches), batch, prepared):
+                    break
+        except KeyboardInterrupt:
+            # Running tasks were let finish; what ran is recorded, the rest stays untouched.
+            self.stop.set()
+            result.stopped = "interrupted"
+            self.event("rollout-stop", reason="interrupted")
+        touched = set(result.done) | set(result.failed)
+        result.untouched = [c.key for c in todo if c.key not in touched]
+        self.event(
+            "rollout-end",
+            done=result.done,
+            failed=result.failed,
+            untouched=result.untouched,
+            stopped=result.stopped,
+        )
+        return result
+
+    def _request(self, containers: list) -> RunRequest:
+        plan = self.plan
+        return RunRequest(
+            plan.playbook,
+            plan.inventory,
+            containers,
+            plan.connect,
+            plan.options,
+            plan.forks,
+            self.stop,
+            plan.per_node,
+        )
+
+    def _batch(self, index: int, total: int, batch: list, prepared: Any) -> bool:
+        """Run one batch; False when the rollout must stop here."""
+        keys = [c.key for c in batch]
+        self.event("batch-start", batch=index, of=total, containers=keys)
+        request = self._request(batch)
+        plays = [(play, [c for c in members if c.key in keys]) for play, members in prepared.plays]
+        runs = execute(PreparedRun(request, plays), self.journal, self._task_event)
+        for run in runs:
+            self.result.runs[run.key] = run
+            self.event(
+                "container",
+                container=run.key,
+                status=run.status,
+                message=run.message,
+                started_at=run.started_at,
+                finished_at=run.finished_at,
+                remote_calls=run.remote_calls,
+            )
+        failed = [r.key for r in runs if r.status not in SUCCESS]
+        passed = [r for r in batch if r.key not in failed]
+        gate_failed = self._gate(index, passed)
+        self.result.done += [c.key for c in passed if c.key not in gate_failed]
+        self.result.failed += failed + gate_failed
+        return self._keep_going(index, len(batch), failed, gate_failed)
+
+    def _task_event(self, run: ContainerRun, task: Any) -> None:
+        self.on_event(
+            {"kind": "task", "container": run.key, "name": task.name, "status": task.status}
+        )
+
+    def _gate(self, index: int, containers: list) -> list[str]:
+        if self.gate is None or not containers or self.stop.is_set():
+            return []
+        verdicts = self.gate(containers)
+        failing = [key for key, (ok, _) in verdicts.items() if not ok]
+        self.event(
+            "gate",
+            batch=index,
+            passed=not failing,
+            results={k: {"passed": ok, "message": why} for k, (ok, why) in verdicts.items()},
+        )
+        return failing
+
+    def _keep_going(self, index: int, size: int, failed: list, gate_failed: list) -> bool:
+        plan, result = self.plan, self.result
+        if self.stop.is_set():
+            result.stopped = "interrupted"
+        elif gate_failed:
+            result.stopped = f"health gate failed after batch {index}: {', '.join(gate_failed)}"
+        elif failed and plan.any_errors_fatal:
+            result.stopped = f"batch {index}: {', '.join(failed)} failed (--any-errors-fatal)"
+        elif (
+            failed
+            and plan.max_fail_percent is not None
+            and (100.0 * len(failed) / size > plan.max_fail_percent)
+        ):
+            result.stopped = (
+                f"batch {index}: {len(failed)}/{size} failed, over "
+                f"--max-fail-percent {plan.max_fail_percent:g}"
+            )
+        if result.stopped:
+            self.event("rollout-stop", batch=index, reason=result.stopped)
+        return not result.stopped
+
+
+def journal_path(directory: Path | None, rollout_id: str) -> Path:
+    return Path(directory or DEFAULT_DIR).expanduser() / f"{rollout_id}.jsonl"
+
+
+def resume_state(path: Path) -> tuple[dict, list[str]]:
+    """The rollout's original parameters and the containers it finished."""
+    records = read(path)
+    start = next((r for r in records if r["kind"] == "rollout-start"), None)
+    if start is None:
+        raise FileNotFoundError(f"{path} is not a rollout journal")
+    done: dict[str, None] = {}
+    for record in records:  # a container is done once it succeeded and passed its gate
+        if record["kind"] == "rollout-plan":
+            done.update(dict.fromkeys(record["done"]))
+        elif record["kind"] == "container" and record["status"] in SUCCESS:
+            done[record["container"]] = None
+        elif record["kind"] == "gate":
+            for key, verdict in record["results"].items():
+                if not verdict["passed"]:
+                    done.pop(key, None)
+    return start, list(done)
+
+
+def write_start(journal: Journal, plan: RolloutPlan, argv: dict) -> None:
+    journal.write(
+        "rollout-start",
+        playbook=str(plan.playbook),
+        inventory=plan.inventory_path,
+        params=argv,
+        started=time.time(),
+    )
+
+
+def dump(result: RolloutResult) -> str:
+    return json.dumps(result.as_json(), indent=2)

@@ -1,0 +1,209 @@
+"""`pctfleet rollout`: from command-line values (or a journal, on resume) to a Rollout."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from . import exitcodes
+from .batches import parse_serial
+from .engine import RunOptions
+from .errors import InputError
+from .journal import Journal
+from .report import make_console
+from .rollout import Rollout, RolloutPlan, RolloutResult, journal_path, resume_state, write_start
+from .transport.options import ConnectOptions
+
+
+@dataclass
+class RolloutArgs:
+    playbook: Path | None
+    inventory: Path | None
+    limit: str | None = None
+    serial: str = "1,25%"
+    max_fail_percent: float | None = None
+    any_errors_fatal: bool = False
+    per_node: int | None = None
+    order: str = "spread"
+    gate: bool = True
+    gate_checks: str | None = None
+    gate_tests: list[Path] = field(default_factory=list)
+    resume: str | None = None
+    tags: str | None = None
+    skip_tags: str | None = None
+    extra_vars: list[str] = field(default_factory=list)
+    forks: int = 10
+    as_json: bool = False
+    journal_dir: Path | None = None
+
+    def params(self) -> dict:
+        """What a resume needs to repeat this rollout exactly."""
+        data = asdict(self)
+        data.pop("resume")
+        return json.loads(json.dumps(data, default=str))
+
+
+def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
+    path = journal_path(args.journal_dir, args.resume)
+    if not path.exists():
+        raise InputError(f"--resume: no rollout journal {path}")
+    start, done = resume_state(path)
+    params = start["params"]
+    restored = RolloutArgs(
+        **{
+            **params,
+            "playbook": Path(params["playbook"]),
+            "inventory": Path(params["inventory"]),
+            "gate_tests": [Path(p) for p in params["gate_tests"]],
+            "journal_dir": args.journal_dir,
+            "as_json": args.as_json,
+            "resume": args.resume,
+        }
+    )
+    return restored, done
+
+
+def verify_gate(inventory: Any, connect: ConnectOptions, args: RolloutArgs):
+    """The health gate: `verify` (or the selected checks) on the batch's containers."""
+    from .verify.runner import VerifyRequest, run_verify
+
+    def gate(containers: list) -> dict[str, tuple[bool, str]]:
+        request = VerifyRequest(
+            inventory,
+            containers,
+            connect,
+            tests=list(args.gate_tests),
+            keyword=args.gate_checks,
+            forks=args.forks,
+        )
+        verdicts = {}
+        for result in run_verify(request).containers:
+            failing = [c.id for c in result.checks if c.outcome not in {"passed", "skipped"}]
+            why = result.message or ", ".join(failing)
+            verdicts[result.container] = (result.status == "passed", why)
+        return verdicts
+
+    return gate
+
+
+def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # noqa: ANN001
+    done: list[str] = []
+    if args.resume:
+        args, done = _from_journal(args)
+    elif args.playbook is None:
+        raise InputError("rollout needs a PLAYBOOK (or --resume ID)")
+    if args.inventory is None:
+        raise InputError("rollout needs -i INVENTORY")
+    inventory, containers = select(args.inventory, None, None, args.limit)
+    plan = _plan(args, inventory, containers, connect)
+    gate = verify_gate(inventory, connect, args) if args.gate else None
+    journal = Journal(Path(args.journal_dir or "~/.local/state/pctfleet/rollouts"), args.resume)
+    show = _printer(args.as_json)
+    if not args.resume:
+        write_start(journal, plan, args.params())
+    rollout = Rollout(plan, journal, gate, show)
+    done = _still_healthy(rollout, done, containers)
+    show({"kind": "rollout", "rollout_id": journal.run_id, "journal": str(journal.path)})
+    from .cli import _sigterm_as_interrupt
+
+    try:
+        with _sigterm_as_interrupt():
+            result = rollout.run(done)
+    finally:
+        journal.close()
+    return _finish(result, args.as_json)
+
+
+def _plan(args: RolloutArgs, inventory: Any, containers: list, connect) -> RolloutPlan:  # noqa: ANN001
+    from .cli import _split_tags
+    from .inventory import parse_extra_vars
+
+    options = RunOptions(
+        tags=_split_tags(args.tags),
+        skip_tags=_split_tags(args.skip_tags),
+        extra_vars=parse_extra_vars(args.extra_vars),
+    )
+    return RolloutPlan(
+        args.playbook,
+        inventory,
+        str(args.inventory),
+        containers,
+        connect,
+        options,
+        parse_serial(args.serial),
+        args.max_fail_percent,
+        args.any_errors_fatal,
+        args.per_node,
+        args.order,
+        args.forks,
+    )
+
+
+def _still_healthy(rollout: Rollout, done: list[str], containers: list) -> list[str]:
+    """On resume, a container counts as done only if it still passes the gate."""
+    if not done or rollout.gate is None:
+        return done
+    verdicts = rollout.gate([c for c in containers if c.key in done])
+    healthy = [key for key in done if verdicts.get(key, (True, ""))[0]]
+    rollout.event("resume-check", done=done, healthy=healthy)
+    return healthy
+
+
+def _printer(as_json: bool):
+    console = make_console(stderr=True)
+
+    def show(event: dict) -> None:
+        if as_json:
+            typer.echo(json.dumps(event, default=str))
+            return
+        kind = event["kind"]
+        if kind == "batch-start":
+            console.print(
+                f"[bold]batch {event['batch']}/{event['of']}[/]: {', '.join(event['containers'])}",
+                highlight=False,
+            )
+        elif kind == "task" and event["status"] in {"changed", "failed"}:
+            console.print(
+                f"  {event['status']:8} {event['container']:14} {event['name']}", highlight=False
+            )
+        elif kind == "container":
+            console.print(
+                f"  {event['container']}: {event['status']} {event['message']}", highlight=False
+            )
+        elif kind == "gate":
+            console.print(
+                f"  health gate: {'passed' if event['passed'] else '[red]FAILED[/]'}",
+                highlight=False,
+            )
+        elif kind in {"rollout", "rollout-stop", "resume-check"}:
+            console.print(
+                f"{kind}: { {k: v for k, v in event.items() if k != 'kind'} }", highlight=False
+            )
+
+    return show
+
+
+def _finish(result: RolloutResult, as_json: bool) -> int:
+    if as_json:
+        typer.echo(json.dumps({"kind": "summary", **result.as_json()}))
+    else:
+        console = make_console()
+        console.print(
+            f"rollout {result.rollout_id}: "
+            f"{'stopped: ' + result.stopped if result.stopped else 'completed'}"
+        )
+        for label, keys in (
+            ("done", result.done),
+            ("failed", result.failed),
+            ("untouched", result.untouched),
+        ):
+            console.print(f"  {label:9} {len(keys):3}  {' '.join(keys)}", highlight=False)
+        if result.stopped:
+            console.print(f"  resume: pctfleet rollout --resume {result.rollout_id}")
+    if result.stopped == "interrupted":
+        return exitcodes.INTERRUPTED
+    return exitcodes.FAILED if result.stopped or result.failed else exitcodes.OK
