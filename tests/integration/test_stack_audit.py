@@ -16,18 +16,23 @@ HEADER = f"{CH}/include/cccl/cuda/std/type_traits"
 
 # container -> (hand-made drift, the site.yml task that must report it)
 SEEDS = {
-    "node1/200": (f"ln -sfn libcudart.so.13.0.0 {CH}/lib/libcudart.so",
-                  "libcuda / libcudart link fixes"),
+    "node1/200": (
+        f"ln -sfn libcudart.so.13.0.0 {CH}/lib/libcudart.so",
+        "libcuda / libcudart link fixes",
+    ),
     "node1/201": (f"{PIP} nvidia-nvvm==13.2.78", "matched CUDA toolchain"),
-    "node2/200": ("kill -TERM -$(cat /run/pctfleet/sglang.pid); sleep 1",
-                  "SGLang server with flashinfer attention, healthy"),
+    "node2/200": (
+        "kill -TERM -$(cat /run/pctfleet/sglang.pid); sleep 1",
+        "SGLang server with flashinfer attention, healthy",
+    ),
     "node2/201": (f"echo '// edited by hand' >> {HEADER}", "CCCL overlay"),
 }
 
 
 def pctfleet(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pctfleet", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pctfleet", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +68,9 @@ def test_hand_made_drift_is_reported_where_it_happened_then_repaired(inventory, 
     for key, (script, _) in SEEDS.items():
         done = pctfleet("exec", "-i", inventory, "--limit", key, "--", "sh", "-c", script)
         assert done.returncode == 0, (key, done.stderr)
-    extra = pctfleet("exec", "-i", inventory, "--limit", "node1/200", "--", "sh", "-c",
-                     f"{PIP} six==1.16.0")
+    extra = pctfleet(
+        "exec", "-i", inventory, "--limit", "node1/200", "--", "sh", "-c", f"{PIP} six==1.16.0"
+    )
     assert extra.returncode == 0
 
     code, found = audit(inventory, baseline)
@@ -86,8 +92,21 @@ def test_hand_made_drift_is_reported_where_it_happened_then_repaired(inventory, 
     # reported until the operator removes it or accepts it into the baseline.
     assert code == 2
     assert [i["what"] for c in found.values() for i in c["drift"]] == ["pip.six"]
-    pctfleet("exec", "-i", inventory, "--limit", "node1/200", "--", "/opt/sglang/bin/python",
-             "-m", "pip", "uninstall", "-y", "-q", "six")
+    pctfleet(
+        "exec",
+        "-i",
+        inventory,
+        "--limit",
+        "node1/200",
+        "--",
+        "/opt/sglang/bin/python",
+        "-m",
+        "pip",
+        "uninstall",
+        "-y",
+        "-q",
+        "six",
+    )
     code, found = audit(inventory, baseline)
     assert code == 0, {k: c["drift"] for k, c in found.items() if c["drift"]}
 

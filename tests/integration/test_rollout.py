@@ -1,0 +1,181 @@
+"""Rolling out across a 3x3 lab: batches, thresholds, per-node limits, gate, resume."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from pctfleet.lab import Lab
+
+pytestmark = pytest.mark.lab
+
+PLAYBOOKS = Path(__file__).parent / "playbooks"
+BOOK = str(PLAYBOOKS / "rollout.yml")
+GATE = ["--gate-tests", str(PLAYBOOKS / "gate_checks.py"), "--gate-checks", "rollout_health"]
+
+
+@pytest.fixture(scope="module")
+def rlab(lab):  # the shared lab fixture checks the machine can run labs at all
+    rollout_lab = Lab(Path("/var/lib/pctfleet-lab-rollout"), address_base="127.0.11")
+    info = rollout_lab.up(nodes=3, containers=3)
+    return rollout_lab, str(info.inventory)
+
+
+def pctfleet(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pctfleet", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def rollout(inventory: str, journal: Path, *args: str) -> tuple[int, list[dict]]:
+    proc = pctfleet("rollout", "-i", inventory, "--json", "--journal-dir", str(journal), *args)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert events, proc.stderr
+    return proc.returncode, events
+
+
+def summary(events: list[dict]) -> dict:
+    return next(e for e in events if e["kind"] == "summary")
+
+
+def markers(inventory: str, marker: str) -> dict[str, bool]:
+    proc = pctfleet("exec", "-i", inventory, "--json", "--", "test", "-e", marker)
+    return {r["container"]: r["exit_code"] == 0 for r in json.loads(proc.stdout)["results"]}
+
+
+def test_serial_gives_ansible_batches(rlab, tmp_path):
+    _, inventory = rlab
+    code, events = rollout(
+        inventory,
+        tmp_path,
+        BOOK,
+        "--serial",
+        "1,50%",
+        "--no-gate",
+        "-e",
+        "marker=/tmp/rollout-serial",
+    )
+    assert code == 0
+    plan = next(e for e in events if e["kind"] == "rollout-plan")
+    assert [len(b) for b in plan["batches"]] == [1, 4, 4]
+    result = summary(events)
+    assert len(result["done"]) == 9 and result["failed"] == [] and result["untouched"] == []
+    journal = Path(result["journal"]).read_text().splitlines()
+    assert [json.loads(r)["kind"] for r in journal].count("batch-start") == 3
+
+
+def test_stopped_container_stops_the_rollout_then_resume_completes(rlab, tmp_path):
+    lab, inventory = rlab
+    marker = "/tmp/rollout-resume"
+    pctfleet("exec", "-i", inventory, "--", "rm", "-f", marker)
+    lab.stop_container("node2", 201)
+    try:
+        code, events = rollout(
+            inventory,
+            tmp_path,
+            BOOK,
+            "--serial",
+            "3",
+            "--order",
+            "node",
+            "--max-fail-percent",
+            "0",
+            *GATE,
+            "-e",
+            f"marker={marker}",
+        )
+    finally:
+        lab.start_container("node2", 201)
+    assert code == 2
+    result = summary(events)
+    assert result["failed"] == ["node2/201"]
+    assert sorted(result["untouched"]) == ["node3/200", "node3/201", "node3/202"]
+    inside = markers(inventory, marker)
+    assert not any(inside[key] for key in result["untouched"])
+    assert all(inside[f"node1/{ct}"] for ct in (200, 201, 202))
+
+    code, events = rollout(inventory, tmp_path, "--resume", result["rollout_id"])
+    assert code == 0, events[-1]
+    resumed = summary(events)
+    assert sorted(resumed["done"]) == sorted(inside)
+    check = next(e for e in events if e["kind"] == "resume-check")
+    assert set(check["healthy"]) >= {"node1/200", "node1/201", "node1/202"}
+    assert all(markers(inventory, marker).values())
+    audit = pctfleet(
+        "audit",
+        "-i",
+        inventory,
+        "--playbook",
+        BOOK,
+        "-e",
+        f"marker={marker}",
+        "--baseline-file",
+        str(tmp_path / "none.json"),
+    )
+    assert audit.returncode == 0, audit.stdout[-2000:]
+
+
+def test_per_node_limit_never_overlaps_a_node(rlab, tmp_path):
+    _, inventory = rlab
+    code, events = rollout(
+        inventory,
+        tmp_path,
+        BOOK,
+        "--serial",
+        "100%",
+        "--per-node",
+        "1",
+        "--no-gate",
+        "-e",
+        "marker=/tmp/rollout-per-node",
+    )
+    assert code == 0
+    spans = defaultdict(list)
+    for event in events:
+        if event["kind"] == "container":
+            spans[event["container"].split("/")[0]].append(
+                (event["started_at"], event["finished_at"])
+            )
+    assert sorted(spans) == ["node1", "node2", "node3"]
+    for node, intervals in spans.items():
+        intervals.sort()
+        for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
+            assert start >= end, f"{node}: two containers in flight at once"
+
+
+def test_failed_health_gate_stops_after_that_batch(rlab, tmp_path):
+    _, inventory = rlab
+    marker = "/tmp/rollout-gate"
+    pctfleet("exec", "-i", inventory, "--", "rm", "-f", marker, "/tmp/rollout-unhealthy")
+    pctfleet(
+        "exec", "-i", inventory, "--limit", "node1/201", "--", "touch", "/tmp/rollout-unhealthy"
+    )
+    try:
+        code, events = rollout(
+            inventory,
+            tmp_path,
+            BOOK,
+            "--serial",
+            "3",
+            "--order",
+            "node",
+            *GATE,
+            "-e",
+            f"marker={marker}",
+        )
+    finally:
+        pctfleet("exec", "-i", inventory, "--", "rm", "-f", "/tmp/rollout-unhealthy")
+    assert code == 2
+    gate = next(e for e in events if e["kind"] == "gate")
+    assert gate["batch"] == 1 and not gate["passed"]
+    assert not gate["results"]["node1/201"]["passed"]
+    result = summary(events)
+    assert "health gate failed after batch 1" in result["stopped"]
+    assert len(result["untouched"]) == 6
+    inside = markers(inventory, marker)
+    assert not any(inside[key] for key in result["untouched"])
