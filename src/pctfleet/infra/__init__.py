@@ -1,0 +1,452 @@
+"""The checks that prove playbooks/site.yml's end state, for testinfra.
+
+Run them with `pctfleet verify -i INVENTORY`, or as plain pytest against any
+testinfra host: `pytest --hosts='pct://root@pve1?container=200' tests/infra`
+(`local://` works too, from inside a container).
+
+Every fact the checks need is read by ONE script, in one call per container
+(`gather`); each check (`test_*.py`) judges its part with a function here
+that returns a `Verdict`. The shell pieces are the playbook modules' own
+(`pctfleet_toolchain_id`, `pctfleet_tree_hash`, the toolchain snippet), so
+verify computes exactly what provisioning recorded.
+
+    >>> verdict_jit(Gathered.parse({"jit": "toolchain=ab\\nstamp0=ab"}, ["/c"]))
+    Verdict(ok=True, message='1 cache folder(s) stamped for toolchain ab')
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pctfleet import probe as framing
+from pctfleet.cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snippet
+from pctfleet.cuda.rules import check as toolchain_rules
+from pctfleet.modules.base import Fact, q
+from pctfleet.modules.cccl import MANIFEST, TREE_HASH
+from pctfleet.modules.cudashell import preamble
+from pctfleet.modules.jitcache import STAMP, cache_dirs
+from pctfleet.modules.toolchain import DEFAULT_TOOLKIT, env_file_prefix
+
+# The rules that make a toolchain "matched" (metadata and binaries agree).
+TOOLCHAIN_RULES = (
+    "toolkit-pinned",
+    "nvcc-ptxas",
+    "nvcc-cicc",
+    "nvcc-cudart",
+    "ptx-isa",
+    "no-stray-headers",
+)
+SERVER_ENV = ("CUDA_HOME", "FLASHINFER_WORKSPACE_BASE")
+ANY_ADDRESS = {"", "0.0.0.0", "::", "*"}
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    message: str
+
+
+# -- the one script ---------------------------------------------------------------
+
+# Through lib64: that is the folder flashinfer's link line hard-codes.
+LINKS = r"""
+echo "cuda_home=$CH"
+for l in lib64 lib64/libcudart.so lib64/stubs/libcuda.so; do
+  p="$CH/$l"
+  [ -L "$p" ] && echo "link:$l=$(readlink "$p")"
+  [ -e "$p" ] && echo "real:$l=$(readlink -f "$p")"
+  [ -f "$p" ] && echo "file:$l=1"
+  [ -d "$p" ] && echo "dir:$l=1"
+done
+[ -f "$CH/lib/stubs/.pctfleet-fallback" ] && echo fallback=1
+drv=$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 .*=> \(.*\)/\1/p' | head -n 1)
+[ -n "$drv" ] && echo "driver=$drv" && echo "driver_real=$(readlink -f "$drv")"
+"""
+
+CCCL = r"""
+DST="$CH/include/cccl"
+echo "dst=$DST"
+if [ -f "$DST/@MANIFEST@" ]; then
+  echo "manifest=$(base64 -w0 < "$DST/@MANIFEST@")"
+  echo "tree_hash=$(pctfleet_tree_hash "$DST")"
+fi
+[ -d "$DST" ] && echo "version=$(pctfleet_cccl_version "$DST")"
+"""
+
+# /proc only: a minbase container has no ss, netstat or curl.
+SERVER = r"""
+if [ -f "$PF" ]; then
+  pid=$(cat "$PF"); echo "pid=$pid"
+  case $pid in ''|*[!0-9]*) ;; *)
+    if [ -d "/proc/$pid" ]; then
+      echo "state=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1)"
+      echo "cmdline=$(base64 -w0 < "/proc/$pid/cmdline")"
+      echo "environ=$(base64 -w0 < "/proc/$pid/environ")"
+    fi ;;
+  esac
+fi
+hex=$(printf '%04X' "$PORT")
+for f in /proc/net/tcp /proc/net/tcp6; do
+  [ -r "$f" ] || continue
+  while read -r _sl local _rem st _q _t _r _u _o inode _rest; do
+    [ "$st" = 0A ] || continue
+    case $local in *:"$hex") ;; *) continue ;; esac
+    owner=$(find /proc/[0-9]*/fd -maxdepth 1 -lname "socket:\[$inode\]" 2>/dev/null |
+      head -n 1 | cut -d/ -f3)
+    sid=
+    [ -n "$owner" ] && sid=$(sed 's/.*) //' "/proc/$owner/stat" | cut -d' ' -f4)
+    echo "listen=$local $owner $sid"
+  done < "$f"
+done
+PYH=$(command -v python3 || echo "$VENV/bin/python")
+"$PYH" - "$URL" <<'PCTFLEET_PY'
+import sys, urllib.error, urllib.request
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+try:
+    reply = opener.open(sys.argv[1], timeout=5)
+    status, body = reply.status, reply.read(200)
+except urllib.error.HTTPError as exc:
+    status, body = exc.code, exc.read(200)
+except Exception as exc:
+    status, body = 0, (str(exc) or type(exc).__name__).encode()
+print("health=%d" % status)
+print("health_body=" + body.decode("utf-8", "replace").replace("\n", " ")[:200])
+PCTFLEET_PY
+"""
+
+
+def health_url(settings: Mapping[str, str]) -> str:
+    """Where the server answers from inside its container (site.yml's ready_url)."""
+    host = str(settings["server_host"])
+    if host in ANY_ADDRESS:
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{int(settings['server_port'])}/health"
+
+
+def env_file_values(names: tuple[str, ...]) -> str:
+    """What the env file sets `names` to, read the way the launch does: sourced by sh.
+
+    The file sets PATH too: ours is put back before any tool runs.
+    """
+    keep = [f'  [ -n "${{{n}+x}}" ] && pctfleet_{n}=${n}' for n in names]
+    show = [
+        f'  [ -n "${{pctfleet_{n}+x}}" ] && '
+        f'echo "file_{n}=$(printf %s "$pctfleet_{n}" | base64 -w0)"'
+        for n in names
+    ]
+    lines = [
+        'if [ -f "$ENVFILE" ]; then (',
+        "  pctfleet_path=$PATH",
+        f"  unset {' '.join(names)}",
+        '  . "$ENVFILE" >/dev/null 2>&1',
+        *keep,
+        "  PATH=$pctfleet_path",
+        *show,
+        ")",
+        "fi",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def gather_script(settings: Mapping[str, str]) -> str:
+    """One sh script printing every fact the checks need, framed per section."""
+    venv = str(settings["venv"])
+    # Like the playbook's tasks: CUDA_HOME found from the venv, not given.
+    head = preamble({"venv": venv})
+    folders = cache_dirs({"workspace_base": settings["flashinfer_workspace_base"]})
+    jit = ['echo "toolchain=$(pctfleet_toolchain_id "$VENV" "$CH")"']
+    for index, folder in enumerate(folders):
+        stamp = q(f"{folder}/{STAMP}")
+        jit.append(f'[ -f {stamp} ] && echo "stamp{index}=$(cat {stamp})"')
+    server_vars = (
+        f"PF={q(settings['server_pidfile'])}\nENVFILE={q(settings['server_env_file'])}\n"
+        f"PORT={int(settings['server_port'])}\nURL={q(health_url(settings))}\nVENV={q(venv)}\n"
+    )
+    sections = {
+        "toolchain": env_file_prefix(settings["server_env_file"]) + toolchain_snippet(venv),
+        "links": head + LINKS,
+        "cccl": head + TREE_HASH + CCCL.replace("@MANIFEST@", MANIFEST),
+        "jit": head + "\n".join(jit),
+        "server": server_vars + env_file_values(SERVER_ENV) + SERVER,
+    }
+    return framing.build_script(sections)
+
+
+# -- what the script printed ----------------------------------------------------------
+
+
+@dataclass
+class Gathered:
+    """The facts of one container, by section, and what they were read with."""
+
+    sections: dict[str, Fact]
+    settings: dict[str, str] = field(default_factory=dict)
+    cache_folders: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @classmethod
+    def parse(
+        cls,
+        outputs: Mapping[str, str],
+        folders: list[str],
+        settings: Mapping[str, str] | None = None,
+    ) -> Gathered:
+        """From section outputs (as the script printed them); for tests and `gather`."""
+        sections = {name: Fact(text, 0) for name, text in outputs.items()}
+        return cls(sections, dict(settings or {}), list(folders))
+
+    def fields(self, section: str) -> dict[str, str]:
+        fact = self.sections.get(section)
+        if fact is None:
+            raise MissingFacts(f"the fact script printed nothing for '{section}'")
+        return fact.fields()
+
+    def lines(self, section: str, key: str) -> list[str]:
+        """Every value of a key that may repeat (one `listen=` line per socket)."""
+        self.fields(section)
+        prefix = f"{key}="
+        output = self.sections[section].output
+        return [line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix)]
+
+    def toolchain(self) -> ToolchainFacts:
+        self.fields("toolchain")
+        return parse_toolchain(self.sections["toolchain"].output)
+
+
+class MissingFacts(RuntimeError):
+    """The fact script did not get through (a section missing): no verdict possible."""
+
+
+def gather(host: Any, settings: Mapping[str, str]) -> Gathered:
+    """Run the script in the host's container (one call on pct://) and frame its output."""
+    script = gather_script(settings)
+    started = time.monotonic()
+    backend = host.backend
+    if hasattr(backend, "run_script"):
+        result = backend.run_script(script)
+    else:
+        result = host.run("/bin/sh -c %s", script)
+    text = result.stdout_bytes.decode("utf-8", errors="replace")
+    sections = framing.parse_output(text)
+    if not sections:
+        detail = result.stderr_bytes.decode("utf-8", errors="replace").strip()[-300:]
+        raise MissingFacts(f"the fact script failed (exit {result.rc}): {detail or 'no output'}")
+    folders = cache_dirs({"workspace_base": settings["flashinfer_workspace_base"]})
+    return Gathered(sections, dict(settings), folders, time.monotonic() - started)
+
+
+# -- verdicts, one per check --------------------------------------------------------------
+
+
+def expected_toolkit(settings: Mapping[str, str], facts: ToolchainFacts) -> str:
+    """What cuda_toolchain installs: the pinned version, else torch's, else its default."""
+    wanted = str(settings.get("cuda_toolkit") or "auto")
+    if wanted != "auto":
+        return wanted
+    return facts.torch_requires_cuda_toolkit or DEFAULT_TOOLKIT
+
+
+def verdict_toolchain(gathered: Gathered) -> Verdict:
+    facts = gathered.toolchain()
+    want = expected_toolkit(gathered.settings, facts)
+    results = [
+        r
+        for r in toolchain_rules(facts, arch=None, expected_toolkit=want)
+        if r.rule in TOOLCHAIN_RULES
+    ]
+    # Unknown is not matched: a check that cannot read a version proves nothing.
+    bad = [r for r in results if r.ok is not True]
+    if bad:
+        first = bad[0]
+        state = "unknown" if first.ok is None else "mismatch"
+        more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+        fix = f"; fix: {first.fix}" if first.fix else ""
+        return Verdict(False, f"{first.rule} {state}: {first.evidence}{more}{fix}")
+    return Verdict(
+        True,
+        f"cuda-toolkit {facts.versions.get('cuda-toolkit', want)}: nvcc {facts.nvcc_version}, "
+        f"ptxas {facts.ptxas_version}, cicc {facts.cicc_release}, CUDART {facts.cudart_version}, "
+        f"PTX {facts.ptx_version} <= {facts.ptxas_max_ptx}; no stray headers",
+    )
+
+
+def verdict_links(gathered: Gathered) -> Verdict:
+    found = gathered.fields("links")
+    home = found.get("cuda_home", "?")
+    problems = []
+    if "dir:lib64" not in found:
+        problems.append(f"{home}/lib64 is not a folder ({_shown(found, 'lib64')})")
+    for name in ("lib64/libcudart.so", "lib64/stubs/libcuda.so"):
+        if f"file:{name}" not in found:
+            problems.append(f"{name} does not resolve to a file ({_shown(found, name)})")
+    problems += _driver_problems(found)
+    if problems:
+        return Verdict(False, "; ".join(problems) + " (fix: provision --tags links)")
+    note = " (no driver: pctfleet's symbol-less stub)" if found.get("fallback") else ""
+    shown = ", ".join(_shown(found, n) for n in ("lib64", "lib64/libcudart.so"))
+    return Verdict(
+        True, f"{shown}, stubs/libcuda.so -> {found['real:lib64/stubs/libcuda.so']}{note}"
+    )
+
+
+def _shown(found: Mapping[str, str], name: str) -> str:
+    link = found.get(f"link:{name}")
+    if link is None:
+        return f"{name} missing" if f"real:{name}" not in found else f"{name} (a real file)"
+    return f"{name} -> {link}"
+
+
+def _driver_problems(found: Mapping[str, str]) -> list[str]:
+    """With a driver visible, the stub must be the driver's libcuda, not the fallback."""
+    driver = found.get("driver_real")
+    stub = found.get("real:lib64/stubs/libcuda.so")
+    if not driver or not stub or stub == driver:
+        return []
+    return [f"stubs/libcuda.so resolves to {stub}, not the driver's {driver}"]
+
+
+def verdict_cccl(gathered: Gathered) -> Verdict:
+    found = gathered.fields("cccl")
+    where = found.get("dst", "include/cccl")
+    if "manifest" not in found:
+        return Verdict(False, f"no overlay manifest in {where} (fix: provision --tags overlay)")
+    try:
+        manifest = json.loads(base64.b64decode(found["manifest"]))
+    except ValueError:
+        return Verdict(False, f"{where}/{MANIFEST} is not valid JSON")
+    recorded, actual = manifest.get("tree_hash"), found.get("tree_hash")
+    if recorded != actual:
+        return Verdict(
+            False,
+            f"{where} changed since the overlay: tree hash {str(actual)[:16]}, manifest says "
+            f"{str(recorded)[:16]} (fix: provision --tags overlay)",
+        )
+    version = found.get("version")
+    if version and manifest.get("cccl_version") not in (None, version):
+        return Verdict(
+            False, f"CCCL_VERSION is {version}, manifest says {manifest.get('cccl_version')}"
+        )
+    return Verdict(
+        True,
+        f"CCCL {manifest.get('cccl_version')} from {manifest.get('source')}, "
+        f"tree hash {str(actual)[:16]} as recorded",
+    )
+
+
+def verdict_jit(gathered: Gathered) -> Verdict:
+    found = gathered.fields("jit")
+    toolchain = found.get("toolchain", "")
+    stale = []
+    for index, folder in enumerate(gathered.cache_folders):
+        stamp = found.get(f"stamp{index}")
+        if stamp != toolchain:
+            stale.append(f"{folder}: {'no stamp' if stamp is None else 'built for ' + stamp}")
+    if not toolchain or stale:
+        return Verdict(
+            False,
+            f"JIT cache stale for toolchain {toolchain or '(unknown)'}: {'; '.join(stale)} "
+            "(fix: provision --tags cache)",
+        )
+    return Verdict(
+        True, f"{len(gathered.cache_folders)} cache folder(s) stamped for toolchain {toolchain}"
+    )
+
+
+@dataclass
+class ServerProcess:
+    pid: str | None
+    state: str | None
+    argv: list[str]
+    environ: dict[str, str]
+
+
+def server_process(gathered: Gathered) -> ServerProcess:
+    found = gathered.fields("server")
+    argv = _b64(found.get("cmdline")).split("\0")
+    environ = dict(
+        item.split("=", 1) for item in _b64(found.get("environ")).split("\0") if "=" in item
+    )
+    return ServerProcess(found.get("pid"), found.get("state"), [a for a in argv if a], environ)
+
+
+def _b64(value: str | None) -> str:
+    return base64.b64decode(value or "").decode("utf-8", errors="replace")
+
+
+def verdict_server_pid(gathered: Gathered) -> Verdict:
+    pidfile = gathered.settings.get("server_pidfile", "the PID file")
+    proc = server_process(gathered)
+    if proc.pid is None:
+        return Verdict(False, f"no PID file {pidfile} (fix: provision --tags server)")
+    if not proc.pid.isdigit() or proc.state is None:
+        return Verdict(False, f"pid {proc.pid!r} from {pidfile} is not running (stale PID file)")
+    if proc.state == "Z":
+        return Verdict(False, f"pid {proc.pid} is a zombie")
+    if not _flashinfer_attention(proc.argv):
+        command = " ".join(proc.argv)[:200]
+        return Verdict(
+            False, f"pid {proc.pid} runs without --attention-backend flashinfer: {command}"
+        )
+    problems = _env_problems(proc.environ, _env_file(gathered))
+    if problems:
+        return Verdict(False, f"pid {proc.pid}: " + "; ".join(problems))
+    shown = ", ".join(f"{k}={proc.environ[k]}" for k in SERVER_ENV)
+    return Verdict(True, f"pid {proc.pid} with --attention-backend flashinfer, {shown}")
+
+
+def _flashinfer_attention(argv: list[str]) -> bool:
+    pairs = zip(argv, argv[1:], strict=False)
+    return "--attention-backend=flashinfer" in argv or (
+        ("--attention-backend", "flashinfer") in pairs
+    )
+
+
+def _env_file(gathered: Gathered) -> dict[str, str]:
+    found = gathered.fields("server")
+    return {name: _b64(found[f"file_{name}"]) for name in SERVER_ENV if f"file_{name}" in found}
+
+
+def _env_problems(environ: Mapping[str, str], env_file: Mapping[str, str]) -> list[str]:
+    problems = []
+    for name in SERVER_ENV:
+        value = environ.get(name)
+        if not value:
+            problems.append(f"{name} not in its environment")
+        elif env_file.get(name) not in (None, value):
+            # The file was changed after launch: the server runs with the old value.
+            problems.append(f"{name}={value}, but the env file says {env_file[name]}")
+    return problems
+
+
+def verdict_port(gathered: Gathered) -> Verdict:
+    port = gathered.settings.get("server_port", "?")
+    listeners = [line.split(" ") for line in gathered.lines("server", "listen")]
+    if not listeners:
+        return Verdict(False, f"nothing listens on port {port}")
+    pid = gathered.fields("server").get("pid", "")
+    for entry in listeners:
+        _, owner, sid = (entry + ["", ""])[:3]
+        if owner and pid and pid not in (owner, sid):
+            return Verdict(False, f"port {port} is held by pid {owner}, not the server (pid {pid})")
+    owners = sorted({entry[1] for entry in listeners if len(entry) > 1 and entry[1]})
+    held = f" by pid {', '.join(owners)}" if owners else ""
+    return Verdict(True, f"port {port} listens{held}")
+
+
+def verdict_health(gathered: Gathered) -> Verdict:
+    found = gathered.fields("server")
+    url = health_url(gathered.settings)
+    status = found.get("health", "0")
+    if status == "200":
+        return Verdict(True, f"GET {url} -> 200")
+    body = found.get("health_body", "")
+    if status == "0":
+        return Verdict(False, f"GET {url} failed: {body}")
+    return Verdict(False, f"GET {url} -> {status} {body[:80]}".rstrip())
