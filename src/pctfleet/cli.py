@@ -524,6 +524,7 @@ def verify_command(
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Also write pytest's JUnit XML to this file.")
     ] = None,
+    extra_vars: Extra = None,
     forks: Forks = 10,
     as_json: Json = False,
     user: o.User = None,
@@ -539,20 +540,31 @@ def verify_command(
     Example: pctfleet verify -i inventory/prod.yml -k server
 
     Checks the matched toolchain, the links, the CCCL overlay, the JIT cache
-    and the server (PID, port, /health), with each container's inventory vars.
+    and the server (PID, port, /health), with each container's inventory vars
+    (venv, server_port, ...; -e overrides them).
     Exit 0 when every check passed in every container, 1 otherwise (a failed
     check, or a container unreachable, missing or stopped), 4 unloadable
     tests, 5 bad options.
     """
     from rich.console import Console
 
+    from .inventory import parse_extra_vars
     from .verify.runner import VerifyRequest, VerifyUsageError, render, run_verify, to_json
 
     inv, containers = select_containers(inventory, host, ct, limit)
     conn = o.connect_options(
         user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
     )
-    request = VerifyRequest(inv, containers, conn, list(tests or []), keyword, junit, forks)
+    request = VerifyRequest(
+        inv,
+        containers,
+        conn,
+        tests=list(tests or []),
+        keyword=keyword,
+        junit=junit,
+        forks=forks,
+        extra_vars=parse_extra_vars(extra_vars),
+    )
     try:
         result = run_verify(request)
     except VerifyUsageError as exc:

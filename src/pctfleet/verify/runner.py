@@ -1,0 +1,433 @@
+"""`pctfleet verify`: the checks of `pctfleet.infra` for every selected container.
+
+One child pytest process runs all containers as pct:// hosts: each node is
+reached over one SSH connection, and every container's facts are read in
+parallel (`--forks` at a time) in one `pct exec` each; the checks then only
+judge. The child's own plugin (`Collector`) writes a JSON record of every
+check, which is turned here into a table, JSON and an exit code.
+
+The parent never imports pytest or testinfra: the CLI starts fast without them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import exitcodes
+from ..targets import node_options
+from ..transport.options import ConnectOptions
+from . import SETTINGS, UNAVAILABLE
+
+INFRA = Path(__file__).resolve().parent.parent / "infra"
+STATUSES = ("passed", "failed", *UNAVAILABLE)
+
+
+class VerifyUsageError(Exception):
+    """The request cannot run as given; `code` is the exit code (5 options, 4 input)."""
+
+    def __init__(self, message: str, code: int = exitcodes.BAD_OPTIONS) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class VerifyRequest:
+    inventory: Any
+    containers: list
+    connect: ConnectOptions
+    tests: list[Path] = field(default_factory=list)
+    keyword: str | None = None
+    junit: Path | None = None
+    forks: int = 10
+    extra_vars: dict = field(default_factory=dict)
+
+
+@dataclass
+class CheckResult:
+    id: str
+    outcome: str  # passed | failed | error | skipped
+    message: str = ""
+    status: str | None = None  # set when the container itself could not be asked
+
+    def as_json(self) -> dict:
+        return {"id": self.id, "outcome": self.outcome, "message": self.message}
+
+
+@dataclass
+class ContainerResult:
+    container: str
+    status: str  # passed | failed | unreachable | ct-missing | ct-stopped | timeout | error
+    message: str = ""
+    checks: list[CheckResult] = field(default_factory=list)
+    seconds: float | None = None  # reading its facts (the one remote call)
+
+    def as_json(self) -> dict:
+        return {
+            "container": self.container,
+            "status": self.status,
+            "message": self.message,
+            "seconds": self.seconds,
+            "checks": [check.as_json() for check in self.checks],
+        }
+
+
+@dataclass
+class VerifyResult:
+    containers: list[ContainerResult]
+    seconds: float
+
+    def check_ids(self) -> list[str]:
+        ids = (check.id for result in self.containers for check in result.checks)
+        return list(dict.fromkeys(ids))
+
+    def summary(self) -> dict:
+        statuses = Counter(result.status for result in self.containers)
+        outcomes = Counter(c.outcome for result in self.containers for c in result.checks)
+        return {
+            "containers": len(self.containers),
+            **{status: statuses.get(status, 0) for status in STATUSES},
+            "checks": dict(outcomes),
+            "seconds": round(self.seconds, 2),
+        }
+
+    def as_json(self) -> dict:
+        return {
+            "containers": [result.as_json() for result in self.containers],
+            "summary": self.summary(),
+        }
+
+    def exit_code(self) -> int:
+        passed = all(result.status == "passed" for result in self.containers)
+        return exitcodes.OK if passed and self.containers else exitcodes.ERROR
+
+
+# -- hosts and settings -----------------------------------------------------------------
+
+
+def container_settings(variables: Mapping[str, Any], where: str) -> dict[str, str]:
+    """The check settings of one container: its inventory vars over site.yml's defaults."""
+    from ..templating import render
+
+    merged = {**SETTINGS, **variables}
+    rendered = render({name: merged[name] for name in SETTINGS}, merged, where=where)
+    return {name: str(value) for name, value in rendered.items()}
+
+
+def host_spec(node: Any, ctid: int, options: ConnectOptions, settings: Mapping[str, str]) -> str:
+    """The pct:// URL of one container: every connection option and setting in its query.
+
+    >>> host_spec(type("N", (), {"name": "pve1", "address": "10.1.2.6"}), 200,
+    ...           ConnectOptions(user="root"), {"server_port": "30100"})
+    'pct://root@10.1.2.6?container=200&node=pve1&connect_timeout=10.0&timeout=600.0&server_port=30100'
+    """
+    address = f"[{node.address}]" if ":" in node.address else node.address
+    user = f"{urllib.parse.quote(options.user, safe='')}@" if options.user else ""
+    port = f":{options.port}" if options.port else ""
+    query: dict[str, Any] = {"container": ctid, "node": node.name}
+    optional = {
+        "identity": options.identity,
+        "known_hosts": options.known_hosts,
+        "accept_new": "1" if options.accept_new_host_keys else None,
+        "ssh_config": options.ssh_config,
+        "connect_timeout": options.connect_timeout,
+        "timeout": options.command_timeout,
+    }
+    query.update({k: v for k, v in optional.items() if v is not None})
+    query.update(settings)
+    # quote_plus escapes ',' too: testinfra splits --hosts on commas.
+    return f"pct://{user}{address}{port}?{urllib.parse.urlencode(query)}"
+
+
+def _specs(request: VerifyRequest) -> list[str]:
+    specs = []
+    for container in request.containers:
+        variables = request.inventory.vars_for(container, request.extra_vars)
+        settings = container_settings(variables, where=container.key)
+        options = node_options(container.node, request.connect)
+        specs.append(host_spec(container.node, container.ctid, options, settings))
+    return specs
+
+
+# -- the child pytest run ----------------------------------------------------------------
+
+
+def pytest_args(request: VerifyRequest, specs: Sequence[str]) -> list[str]:
+    """What the child pytest gets: our checks, the user's tests, every container as a host."""
+    paths = [INFRA, *(path.resolve() for path in request.tests)]
+    args = [str(path) for path in paths]
+    args += [
+        f"--hosts={','.join(specs)}",
+        f"--pct-forks={request.forks}",
+        # The user's own pytest config (addopts, plugins) has no say over verify.
+        "-c",
+        os.devnull,
+        f"--rootdir={os.path.commonpath([str(p) for p in paths])}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+    ]
+    if request.keyword:
+        args += ["-k", request.keyword]
+    if request.junit:
+        args += [f"--junitxml={request.junit}"]
+    return args
+
+
+def run_verify(request: VerifyRequest) -> VerifyResult:
+    """Run the checks for every container; raise VerifyUsageError for a request that cannot."""
+    for path in request.tests:
+        if not path.exists():
+            raise VerifyUsageError(f"--tests: no such file or folder: {path}")
+    started = time.monotonic()
+    specs = _specs(request)
+    with tempfile.TemporaryDirectory(prefix="pctfleet-verify-") as tmp:
+        record = Path(tmp) / "results.json"
+        proc = _run_child(record, pytest_args(request, specs))
+        data = _read_record(record, proc, request)
+    keys = [container.key for container in request.containers]
+    results = [container_result(key, data["checks"]) for key in keys]
+    return VerifyResult(results, time.monotonic() - started)
+
+
+def _run_child(record: Path, args: list[str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    argv = [sys.executable, "-m", __name__, str(record), *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+
+
+def _read_record(record: Path, proc: subprocess.CompletedProcess, request: VerifyRequest) -> dict:
+    """The child's record, or the one-line reason it has none."""
+    output = (proc.stdout + proc.stderr).strip()
+    data = json.loads(record.read_text()) if record.exists() else None
+    if data and data.get("collect_errors"):
+        first = data["collect_errors"][0]
+        raise VerifyUsageError(f"cannot load tests: {first}", exitcodes.PARSE_ERROR)
+    if proc.returncode == 5:  # pytest: no tests collected
+        what = f"-k {request.keyword!r} selects no checks" if request.keyword else "no checks"
+        raise VerifyUsageError(what)
+    if proc.returncode == 4:  # pytest: usage error (a bad -k expression, ...)
+        raise VerifyUsageError(_usage_line(output))
+    if data is None or proc.returncode not in (0, 1):
+        tail = " | ".join(output.splitlines()[-5:])
+        raise VerifyUsageError(
+            f"the checks did not run (pytest exit {proc.returncode}): {tail}", exitcodes.ERROR
+        )
+    return data
+
+
+def _usage_line(output: str) -> str:
+    errors = [line.removeprefix("ERROR: ") for line in output.splitlines() if "ERROR" in line]
+    return (errors or output.splitlines()[-1:] or ["pytest refused the options"])[0]
+
+
+def container_result(key: str, records: Sequence[Mapping[str, Any]]) -> ContainerResult:
+    """One container's row: its checks (and fleet-wide ones), judged into one status."""
+    mine = [r for r in records if r.get("container") in (key, None)]
+    checks = [
+        CheckResult(r["id"], r["outcome"], r.get("message", ""), r.get("status")) for r in mine
+    ]
+    seconds = max((r["seconds"] for r in mine if r.get("seconds") is not None), default=None)
+    status, message = judge(checks)
+    return ContainerResult(key, status, message, checks, seconds)
+
+
+def judge(checks: Sequence[CheckResult]) -> tuple[str, str]:
+    """passed only when every check passed; a container that could not be asked says why."""
+    for check in checks:
+        if check.status:
+            status = check.status if check.status in UNAVAILABLE else "error"
+            return status, check.message
+    if not checks:
+        return "error", "no check ran for this container"
+    bad = [check for check in checks if check.outcome in ("failed", "error")]
+    if bad:
+        return "failed", f"{len(bad)} of {len(checks)} checks failed"
+    return "passed", ""
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+STYLE = {"passed": "green", "skipped": "yellow"}
+
+
+def render(console: Any, result: VerifyResult) -> None:
+    """A table (a row per container and check), what went wrong in full, a summary line.
+
+    A container that could not be asked gets one row saying so, not one per check.
+    """
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for name in ("container", "check", "outcome"):
+        table.add_column(name, no_wrap=True)
+    for row in result.containers:
+        rows = [("-", row.status)] if row.status in UNAVAILABLE else []
+        rows = rows or [(check.id, check.outcome) for check in row.checks]
+        for index, (check_id, outcome) in enumerate(rows):
+            label = row.container if index == 0 else ""
+            table.add_row(label, check_id, Text(outcome, style=STYLE.get(outcome, "bold red")))
+        table.add_section()
+    console.print(table)
+    for line in problem_lines(result):
+        console.print(line, highlight=False, markup=False)
+    console.print(summary_line(result), highlight=False)
+
+
+def problem_lines(result: VerifyResult) -> list[str]:
+    """`container check: evidence` for every check that did not pass; one line each."""
+    lines = []
+    for row in result.containers:
+        if row.status in UNAVAILABLE:
+            # The message names the container already unless the whole node failed.
+            named = f" {row.container}: " in row.message
+            lines.append(row.message if named else f"{row.container}: {row.message}")
+            continue
+        for check in row.checks:
+            if check.outcome in ("failed", "error"):
+                lines.append(f"{row.container} {check.id}: {check.message}")
+    return lines
+
+
+def summary_line(result: VerifyResult) -> str:
+    summary = result.summary()
+    statuses = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
+    outcomes = ", ".join(f"{n} {o}" for o, n in summary["checks"].items())
+    times = [row.seconds for row in result.containers if row.seconds is not None]
+    slowest = f"; facts read in {max(times):.1f}s at most per container" if times else ""
+    return (
+        f"{summary['containers']} container(s): {statuses or 'none'}; checks: "
+        f"{outcomes or 'none'}; {summary['seconds']:.1f}s{slowest}"
+    )
+
+
+def to_json(result: VerifyResult) -> str:
+    return json.dumps(result.as_json(), indent=2)
+
+
+# -- inside the child ----------------------------------------------------------------------
+
+
+class Collector:
+    """A pytest plugin: one record per (container, check), written when the session ends.
+
+    Only plain hooks (no pytest import here), so the CLI can import this module
+    without pytest; the child registers an instance with `pytest.main`.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.items: dict[str, dict] = {}
+        self.records: dict[str, dict] = {}
+        self.collect_errors: list[str] = []
+
+    def pytest_collection_modifyitems(self, items: list) -> None:
+        self.items = {item.nodeid: _new_record(item) for item in items}
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            lines = str(report.longrepr).strip().splitlines() or [""]
+            where = report.nodeid or "collection"
+            self.collect_errors.append(f"{where}: {lines[-1].removeprefix('E').strip()}")
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        template = self.items.get(report.nodeid)
+        if template is None:
+            return
+        record = self.records.setdefault(report.nodeid, dict(template))
+        props = dict(report.user_properties)
+        record["message"] = props.get("message", record["message"])
+        record["seconds"] = props.get("gather_seconds", record["seconds"])
+        if report.passed:
+            if report.when == "call" and record["outcome"] == "pending":
+                record["outcome"] = "passed"
+        elif record["outcome"] in ("pending", "passed"):
+            record["status"] = getattr(report, "pctfleet_status", None)
+            record["outcome"] = _outcome(report, record["status"])
+            record["message"] = _message(report)
+
+    def write(self, exitstatus: int) -> None:
+        checks = [r for r in self.records.values() if r["outcome"] != "pending"]
+        document = {
+            "exitstatus": exitstatus,
+            "checks": checks,
+            "collect_errors": self.collect_errors,
+        }
+        Path(self.path).write_text(json.dumps(document))
+
+
+def _new_record(item: Any) -> dict:
+    host = _host_of(item)
+    container, host_id = None, ""
+    if host is not None:
+        backend = host.backend
+        container = getattr(getattr(backend, "spec", None), "key", None) or backend.get_hostname()
+        host_id = backend.get_pytest_id()
+    return {
+        "container": container,
+        "id": _check_id(item.name, host_id),
+        "outcome": "pending",
+        "message": "",
+        "status": None,
+        "seconds": None,
+    }
+
+
+def _host_of(item: Any) -> Any:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("_testinfra_host") if callspec else None
+
+
+def _check_id(name: str, host_id: str) -> str:
+    """`test_x[pct://pve1/200]` -> `test_x`; other parameters stay: `test_y[3]`."""
+    if host_id:
+        name = name.replace(host_id, "")
+    for junk, clean in (("[-", "["), ("-]", "]"), ("--", "-"), ("[]", "")):
+        name = name.replace(junk, clean)
+    return name
+
+
+def _outcome(report: Any, status: str | None) -> str:
+    """A failing check is `failed`; a broken setup, teardown or container is `error`."""
+    if report.skipped:
+        return "skipped"
+    return "failed" if report.when == "call" and not status else "error"
+
+
+def _message(report: Any) -> str:
+    """The first line of what went wrong, without 'AssertionError: '."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple):  # a skip: (path, line, reason)
+        text = str(longrepr[2])
+    else:
+        crash = getattr(longrepr, "reprcrash", None)
+        text = crash.message if crash is not None else str(longrepr)
+    first = (text.strip().splitlines() or [""])[0]
+    for prefix in ("AssertionError: ", "Failed: ", "Skipped: "):
+        first = first.removeprefix(prefix)
+    return first
+
+
+def child_main(argv: list[str]) -> int:
+    """`python -m pctfleet.verify.runner RECORD PYTEST_ARGS...`: pytest, plus the record."""
+    import pytest
+
+    collector = Collector(argv[0])
+    code = int(pytest.main(argv[1:], plugins=[collector]))
+    collector.write(code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(sys.argv[1:]))
