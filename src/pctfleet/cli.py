@@ -144,6 +144,7 @@ def _playbook_run(
     as_json,
     verbose,
     journal_dir,
+    lock=(300.0, 60.0),
 ) -> int:
     """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
     from . import report
@@ -161,10 +162,13 @@ def _playbook_run(
         tags=_split_tags(tags),
         skip_tags=_split_tags(skip_tags),
         extra_vars=parse_extra_vars(extra),
+        lock_wait=lock[0],
+        lock_lease=lock[1],
     )
     request = RunRequest(playbook, inv, containers, conn, options, forks)
     prepared = prepare(request)
     journal = Journal(journal_dir)
+    options.run_id = journal.run_id
     console = report.make_console(stderr=True)
     live = report.LiveReport(console, verbose, show_diff=diff and not as_json)
     console.print(
@@ -233,6 +237,23 @@ Extra = Annotated[
         "--extra-vars", "-e", help="k=v, @file.yml or a JSON mapping; highest precedence."
     ),
 ]
+LockWait = Annotated[
+    float,
+    typer.Option(
+        "--lock-wait",
+        min=0,
+        help="Seconds to wait for another run's lock on a container before giving up on it.",
+    ),
+]
+LockLease = Annotated[
+    float,
+    typer.Option(
+        "--lock-lease",
+        min=1,
+        hidden=True,
+        help="Seconds a run keeps a container's lock between two of its calls.",
+    ),
+]
 Forks = Annotated[int, typer.Option("--forks", "-f", min=1, help="Containers worked on at once.")]
 Json = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
 Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More detail; repeat.")]
@@ -260,6 +281,8 @@ def run_command(
     as_json: Json = False,
     verbose: Verbose = 0,
     journal_dir: JournalDir = None,
+    lock_wait: LockWait = 300.0,
+    lock_lease: LockLease = 60.0,
     user: o.User = None,
     port: o.Port = None,
     identity: o.Identity = None,
@@ -295,6 +318,7 @@ def run_command(
         as_json=as_json,
         verbose=verbose,
         journal_dir=journal_dir,
+        lock=(lock_wait, lock_lease),
     )
 
 
@@ -316,6 +340,8 @@ def provision_command(
     as_json: Json = False,
     verbose: Verbose = 0,
     journal_dir: JournalDir = None,
+    lock_wait: LockWait = 300.0,
+    lock_lease: LockLease = 60.0,
     user: o.User = None,
     port: o.Port = None,
     identity: o.Identity = None,
@@ -349,6 +375,7 @@ def provision_command(
         as_json=as_json,
         verbose=verbose,
         journal_dir=journal_dir,
+        lock=(lock_wait, lock_lease),
     )
 
 

@@ -8,6 +8,7 @@ trip) because the change may have altered them.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -16,9 +17,11 @@ from typing import Any
 
 from . import probe
 from .errors import InputError
+from .journal import new_run_id
 from .modules import REGISTRY
 from .modules.base import Fact, Plan
 from .results import ContainerRun, TaskResult
+from .runlock import LockTimeout, RunLock, busy, holder
 from .templating import condition, redact, render
 from .transport.base import Target, TransferError, TransportError
 from .transport.files import push
@@ -36,10 +39,17 @@ class RunOptions:
     base_dir: str = "."
     # More snippets for the first probe (audit's fingerprint): key -> f(vars) -> sh.
     extra_probes: dict[str, Callable[[dict], str]] = field(default_factory=dict)
+    run_id: str = field(default_factory=new_run_id)
+    lock_lease: float = 60.0
+    lock_wait: float = 300.0
 
 
 class Interrupted(Exception):
     """The operator asked to stop: no new task starts."""
+
+
+class Replan(Exception):
+    """Facts may be stale (we waited for another run): read them again, decide again."""
 
 
 class TaskFailed(Exception):
@@ -73,6 +83,7 @@ class ContainerEngine:
         self.facts: dict[str, tuple[str, Fact]] | None = None
         self.notified: list[str] = []
         self.stop = stop or threading.Event()
+        self.lock = RunLock(target, options.run_id, options.lock_lease, options.lock_wait)
         self.pending_extras = {key: make(variables) for key, make in options.extra_probes.items()}
 
     # -- the play ---------------------------------------------------------
@@ -96,9 +107,17 @@ class ContainerEngine:
             self.run.status, self.run.message = "interrupted", "stopped before the next task"
         except InputError as exc:  # a value only known at run time was wrong
             self.run.status, self.run.message = "failed", str(exc)
+        except LockTimeout as exc:
+            self.run.status, self.run.message = "failed", f"gave up waiting: {exc}"
         finally:
+            self._release()
             self.run.remote_calls = self.target.calls
             self.run.duration += time.monotonic() - started
+
+    def _release(self) -> None:
+        """Best effort: a lock we cannot release expires with its lease."""
+        with contextlib.suppress(TransportError):
+            self.lock.release()
 
     def _is_notified(self, handler: Any) -> bool:
         names = {handler.name, *getattr(handler, "listen", [])}
@@ -126,7 +145,12 @@ class ContainerEngine:
         attempts = max(1, int(task.retries or 0) + 1) if task.until else 1
         for attempt in range(attempts):
             plan = self._plan(module, task, args, remaining)
-            status, registered = self._apply(module, task, args, plan)
+            try:
+                status, registered = self._apply(module, task, args, plan)
+            except Replan:
+                self.facts = None
+                plan = self._plan(module, task, args, remaining)
+                status, registered = self._apply(module, task, args, plan)
             status = self._judge(task, status, registered, where)
             if not task.until or self._until(task, registered, where):
                 break
@@ -220,6 +244,8 @@ class ContainerEngine:
 
     def _execute(self, task: Any, plan: Plan) -> tuple[int, str, str]:
         timeout = float(task.timeout) if task.timeout else None
+        if not self.lock.held and self.lock.acquire():
+            raise Replan()  # we waited for another run: what we read may be stale
         for item in plan.pushes:
             push(
                 self.target,
@@ -233,8 +259,12 @@ class ContainerEngine:
             return 0, "", ""
         env = "".join(f"export {k}={_q(v)}\n" for k, v in (task.environment or {}).items())
         result = self.target.run(
-            ["/bin/sh", "-c", env + plan.script, "pctfleet-task"], stdin=b"", timeout=timeout
+            ["/bin/sh", "-c", self.lock.wrap(env + plan.script), "pctfleet-task"],
+            stdin=b"",
+            timeout=timeout,
         )
+        if busy(result):  # another run took the lock over while we paused: stop here
+            raise TaskFailed(holder(result))
         return result.exit_code, _text(result.stdout), _text(result.stderr)
 
     def _judge(self, task: Any, status: str, registered: dict, where: str) -> str:

@@ -102,6 +102,7 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # n
     plan = _plan(args, inventory, containers, connect)
     gate = verify_gate(inventory, connect, args) if args.gate else None
     journal = Journal(Path(args.journal_dir or "~/.local/state/pctfleet/rollouts"), args.resume)
+    plan.options.run_id = journal.run_id
     show = _printer(args.as_json)
     if not args.resume:
         write_start(journal, plan, args.params())

@@ -281,11 +281,21 @@ def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
         """\
         - hosts: all
           tasks:
-            - {name: first, shell: "sleep 2; echo first >> /tmp/pctfleet-interrupt"}
+            - name: first
+              shell: "touch /tmp/pctfleet-started; sleep 3; echo first >> /tmp/pctfleet-interrupt"
             - {name: second, shell: "echo second >> /tmp/pctfleet-interrupt"}
         """,
     )
-    pctfleet("exec", "-i", str(info.inventory), "--", "rm", "-f", "/tmp/pctfleet-interrupt")
+    pctfleet(
+        "exec",
+        "-i",
+        str(info.inventory),
+        "--",
+        "rm",
+        "-f",
+        "/tmp/pctfleet-interrupt",
+        "/tmp/pctfleet-started",
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -302,7 +312,13 @@ def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.5)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # signal once every container is inside "first"
+        started = pctfleet(
+            "exec", "-i", str(info.inventory), "--", "test", "-e", "/tmp/pctfleet-started"
+        )
+        if started.returncode == 0:
+            break
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 99, err

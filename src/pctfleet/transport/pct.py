@@ -104,7 +104,26 @@ class PctTarget(Target):
         before = marker.finish()
         if not marker.entered:
             self._raise_pct_error(code, before)
+        if code > 128 and self._stopped_meanwhile():
+            raise ContainerStopped(
+                self.name,
+                f"container {self.ctid} stopped while a command ran (exit {code})",
+                f"start it: pct start {self.ctid}, then rerun",
+            )
         return sinks.result(code, duration)
+
+    def _stopped_meanwhile(self) -> bool:
+        """A command killed by a signal may mean the container went down under it."""
+        words = ["pct"] if self.node.target.user == "root" else ["sudo", "-n", "pct"]
+        out = io.BytesIO()
+        code, _ = self.node.exec(
+            shlex.join([*words, "status", str(self.ctid)]),
+            stdin=b"",
+            timeout=self.node.options.connect_timeout,
+            stdout=out,
+            stderr=io.BytesIO(),
+        )
+        return code == 0 and b"status: stopped" in out.getvalue()
 
     def _raise_pct_error(self, code: int, message: bytes) -> None:
         text = message.decode("utf-8", errors="replace").strip()
