@@ -1,0 +1,311 @@
+"""pctfleet against Ansible's proxmox_pct_remote and the floor, on one lab, in one run.
+
+    .venv/bin/python bench/run.py                 # everything, about 12 minutes
+    .venv/bin/python bench/run.py --no-ansible    # pctfleet, the floor and the simulation
+    .venv/bin/python bench/run.py --runs 5 --json /tmp/bench.json
+
+Prints a table, writes the raw samples as JSON and regenerates
+docs/benchmarks.md. Traffic goes only to the lab on 127.0.12.x. See
+bench/README.md for what is measured and how.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import benchlab  # noqa: E402
+import tables  # noqa: E402
+from measure import Measured, measure  # noqa: E402
+
+PYTHON = sys.executable
+PLAYBOOK = HERE / "pctfleet_site.yml"
+FORKS = 6
+LATENCY_MS = 20
+VERIFY_CHECKS = "server_port_listens or server_health_200"
+
+
+@dataclass
+class Sample:
+    """One measured run of one tool in one scenario."""
+
+    tool: str
+    scenario: str
+    wall_s: float
+    cpu_s: float
+    peak_tree_mb: float
+    maxrss_mb: float
+    exit_code: int
+    logins: dict[str, int]  # SSH logins per node, from sshd's log
+    sessions_per_ct: float  # SSH sessions (each one `pct` call) per container, from sshd's log
+    calls: list[int] | None = None  # the tool's own count of pct exec per container
+    changed: int | None = None  # containers the run reported as changed
+    ok: bool = True
+    note: str = ""
+
+
+@dataclass
+class Bench:
+    lab: benchlab.BenchLab
+    runs: int
+    samples: list[Sample] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)
+
+    def say(self, text: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    # -- one measured run ------------------------------------------------------------
+
+    def sample(
+        self,
+        tool: str,
+        scenario: str,
+        argv: list[str],
+        read: Callable[[Measured], dict],
+        env: dict | None = None,
+    ) -> Sample:
+        before = self.lab.sshd_counts()
+        result = measure(argv, env=env, cwd=ROOT)
+        after = self.lab.sshd_counts()
+        logins = {n: after[n]["logins"] - before[n]["logins"] for n in after}
+        sessions = sum(after[n]["sessions"] - before[n]["sessions"] for n in after)
+        parsed = read(result)
+        sample = Sample(
+            tool=tool,
+            scenario=scenario,
+            wall_s=round(result.wall_s, 3),
+            cpu_s=round(result.cpu_s, 3),
+            peak_tree_mb=round(result.peak_tree_mb, 1),
+            maxrss_mb=round(result.maxrss_mb, 1),
+            exit_code=result.exit_code,
+            logins=logins,
+            sessions_per_ct=round(sessions / self.lab.containers(), 2),
+            **parsed,
+        )
+        if not sample.ok:
+            self.say(f"  {tool} {scenario}: NOT OK (exit {result.exit_code}) {sample.note}")
+            tail = (result.stdout[-1500:] + "\n" + result.stderr[-1500:]).strip()
+            print(tail, file=sys.stderr)
+        self.say(
+            f"  {tool:8} {scenario:13} {sample.wall_s:7.2f}s wall {sample.cpu_s:6.2f}s cpu "
+            f"{sample.sessions_per_ct:5.1f} pct/ct {max(logins.values())} logins/node"
+        )
+        self.samples.append(sample)
+        return sample
+
+    # -- the tools -----------------------------------------------------------------
+
+    def _pctfleet_common(self) -> list[str]:
+        return ["-i", str(self.lab.inventory), "--known-hosts", str(self.lab.info.known_hosts)]
+
+    def pctfleet_run(self, scenario: str) -> Sample:
+        argv = [PYTHON, "-m", "pctfleet", "run", str(PLAYBOOK), *self._pctfleet_common()]
+        argv += ["--forks", str(FORKS), "--json", "--journal-dir", str(self.lab.work / "runs")]
+        return self.sample("pctfleet", scenario, argv, read_pctfleet_run)
+
+    def pctfleet_audit(self) -> Sample:
+        argv = [PYTHON, "-m", "pctfleet", "audit", *self._pctfleet_common()]
+        argv += ["--playbook", str(PLAYBOOK), "--forks", str(FORKS), "--json"]
+        argv += ["--baseline-file", str(self.lab.work / "baseline.json")]
+        return self.sample("pctfleet", "audit", argv, read_pctfleet_audit)
+
+    def pctfleet_verify(self) -> Sample:
+        argv = [PYTHON, "-m", "pctfleet", "verify", *self._pctfleet_common()]
+        argv += ["-k", VERIFY_CHECKS, "--forks", str(FORKS), "--json"]
+        # verify reads its settings from inventory vars; the playbook's are play vars.
+        argv += ["-e", "server_host=127.0.0.1", "-e", "server_pidfile=/run/bench/server.pid"]
+        return self.sample("pctfleet", "verify", argv, read_pctfleet_verify)
+
+    def floor(self, scenario: str) -> Sample:
+        argv = [PYTHON, str(HERE / "floor.py"), str(self.lab.inventory), str(PLAYBOOK)]
+        argv.append(str(self.lab.info.known_hosts))
+        return self.sample("floor", scenario, argv, read_floor)
+
+    def ansible_run(self, scenario: str, env: dict) -> Sample:
+        import ansible_env
+
+        argv = ansible_env.playbook_argv(self.lab.inventory)
+        return self.sample("ansible", scenario, argv, read_ansible, env=env)
+
+    def state_check(self, after: str) -> None:
+        """The floor's checks, unmeasured: did the converge reach the declared state?"""
+        import floor
+
+        report = floor.run(self.lab.inventory, PLAYBOOK, str(self.lab.info.known_hosts))
+        problems = {k: v["problems"] for k, v in report["containers"].items() if v["problems"]}
+        self.checks.append({"after": after, "converged": not problems, "problems": problems})
+        if problems:
+            self.say(f"  state after {after}: NOT converged: {problems}")
+
+    # -- the blocks ----------------------------------------------------------------
+
+    def pctfleet_block(self) -> None:
+        for i in range(self.runs):
+            self.say(f"pctfleet, run {i + 1}/{self.runs}")
+            self.lab.reset()
+            self.pctfleet_run("converge")
+            self.state_check("pctfleet converge")
+            self.pctfleet_run("noop")
+            self.floor("noop")
+            self.pctfleet_audit()
+            self.pctfleet_verify()
+        self.say(f"pctfleet and the floor behind +{LATENCY_MS} ms each way")
+        with self.lab.latency(LATENCY_MS):
+            for _ in range(self.runs):
+                self.pctfleet_run("noop+latency")
+                self.floor("noop+latency")
+
+    def ansible_block(self) -> None:
+        import ansible_env
+
+        env = ansible_env.environment(self.lab.work, self.lab.info.known_hosts)
+        for i in range(self.runs):
+            self.say(f"ansible, run {i + 1}/{self.runs}")
+            self.lab.reset()
+            self.ansible_run("converge", env)
+            self.state_check("ansible converge")
+            self.ansible_run("noop", env)
+            self.floor("noop")
+        self.say(f"ansible and the floor behind +{LATENCY_MS} ms each way")
+        with self.lab.latency(LATENCY_MS):
+            for _ in range(self.runs):
+                self.ansible_run("noop+latency", env)
+                self.floor("noop+latency")
+
+
+# -- reading each tool's output ----------------------------------------------------------
+
+
+def _json(result: Measured) -> dict | None:
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        return None
+
+
+def read_pctfleet_run(result: Measured) -> dict:
+    data = _json(result)
+    if data is None:
+        return {"ok": False, "note": "no JSON on stdout"}
+    cts = data["containers"]
+    changed = sum(1 for c in cts if c["status"] == "changed")
+    ok = result.exit_code == 0 and all(c["status"] in {"ok", "changed"} for c in cts)
+    return {"calls": [c["remote_calls"] for c in cts], "changed": changed, "ok": ok}
+
+
+def read_pctfleet_audit(result: Measured) -> dict:
+    data = _json(result)
+    if data is None:
+        return {"ok": False, "note": "no JSON on stdout"}
+    cts = data["containers"]
+    clean = all(c["status"] == "clean" for c in cts)
+    return {"calls": [c["remote_calls"] for c in cts], "ok": result.exit_code == 0 and clean}
+
+
+def read_pctfleet_verify(result: Measured) -> dict:
+    data = _json(result)
+    if data is None:
+        return {"ok": False, "note": "no JSON on stdout"}
+    passed = all(c["status"] == "passed" for c in data["containers"])
+    return {"ok": result.exit_code == 0 and passed}
+
+
+def read_floor(result: Measured) -> dict:
+    data = _json(result)
+    if data is None:
+        return {"ok": False, "note": "no JSON on stdout"}
+    cts = data["containers"].values()
+    return {"calls": [c["calls"] for c in cts], "ok": result.exit_code == 0}
+
+
+def read_ansible(result: Measured) -> dict:
+    """PLAY RECAP: `host : ok=12 changed=0 unreachable=0 failed=0 ...` per host."""
+    changed, hosts, bad = 0, 0, 0
+    for line in result.stdout.splitlines():
+        if " : ok=" not in line:
+            continue
+        fields = dict(part.split("=", 1) for part in line.split(" : ", 1)[1].split())
+        hosts += 1
+        changed += int(fields.get("changed", "0")) > 0
+        bad += int(fields.get("failed", "0")) + int(fields.get("unreachable", "0"))
+    ok = result.exit_code == 0 and hosts > 0 and bad == 0
+    return {"changed": changed, "ok": ok, "note": "" if ok else f"{hosts} hosts, {bad} failed"}
+
+
+# -- main ------------------------------------------------------------------------------
+
+
+def startup_costs() -> dict[str, float]:
+    """Median seconds to start each tool's interpreter and imports, doing nothing else."""
+    probes = {
+        "pctfleet_cli": [PYTHON, "-c", "import pctfleet.cli"],
+        "floor": [PYTHON, "-c", "import paramiko, yaml, jinja2, pctfleet.transport.pct"],
+    }
+    return {
+        name: round(statistics.median(measure(argv).wall_s for _ in range(3)), 3)
+        for name, argv in probes.items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="samples per measurement (>= 3)")
+    parser.add_argument("--no-ansible", action="store_true", help="skip the Ansible side")
+    parser.add_argument("--no-sim", action="store_true", help="skip the simulated fleet")
+    parser.add_argument("--json", type=Path, default=benchlab.STATE_DIR / "bench/results.json")
+    parser.add_argument(
+        "--docs", type=Path, default=ROOT / "docs/benchmarks.md", help="'-' to skip"
+    )
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    bench = Bench(benchlab.bring_up(say=lambda text: print(text, file=sys.stderr)), args.runs)
+    versions = tables.versions()
+    if not args.no_ansible:
+        import ansible_env
+
+        ansible_env.ensure_venv(say=bench.say)
+        ansible_env.write_lab_plugin()
+        versions.update(ansible_env.versions())
+    bench.pctfleet_block()
+    if not args.no_ansible:
+        bench.ansible_block()
+    simulation = []
+    if not args.no_sim:
+        import simbench
+
+        bench.say("simulated fleet")
+        simulation = simbench.curve(say=bench.say)
+    document = {
+        "machine": tables.machine(),
+        "versions": versions,
+        "settings": {"forks": FORKS, "latency_ms": LATENCY_MS, "runs": args.runs},
+        "startup": startup_costs(),
+        "samples": [asdict(s) for s in bench.samples],
+        "state_checks": bench.checks,
+        "simulation": simulation,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    print(tables.console(document))
+    if str(args.docs) != "-":
+        args.docs.write_text(tables.markdown(document), encoding="utf-8")
+        bench.say(f"wrote {args.docs} and {args.json}")
+    failed = [s for s in bench.samples if not s.ok] + [
+        c for c in bench.checks if not c["converged"]
+    ]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
