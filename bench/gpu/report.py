@@ -17,6 +17,7 @@ DEFAULT_IN = REPO / "bench" / "gpu" / "results.json"
 DEFAULT_OUT = REPO / "docs" / "gpu-proof.md"
 
 OK_MARK = {True: "ok", False: "FAIL", None: "n/a"}
+TIMED_CALLS = 50  # as in proof.py
 
 
 def cell(text: object) -> str:
@@ -110,11 +111,12 @@ def case_section(case: dict) -> list[str]:
     lines = [f"### `{case['name']}`: {case['toolchain']}", ""]
     if case.get("error"):
         return lines + ["The proof itself failed here:", "", "```", case["error"], "```", ""]
-    lines.append(f"CUDA_HOME: `{case['cuda_home']}`")
+    home = f"CUDA_HOME: `{case['cuda_home']}`"
     if case.get("swapped_count"):
         shown = ", ".join(f"`{p}`" for p in case.get("swapped", []))
         more = case["swapped_count"] - len(case.get("swapped", []))
-        lines.append(f"; swapped in: {shown}" + (f" and {more} more" if more > 0 else ""))
+        home += f"; swapped in: {shown}" + (f" and {more} more" if more > 0 else "")
+    lines.append(home)
     lines += ["", f"`{doctor['command']}` (through the {doctor.get('via')}; exit "]
     lines[-1] += f"{doctor['exit']}, {doctor['seconds']} s): **{diag.get('status')}**, "
     lines[-1] += f"verdict: {diag.get('verdict')}"
@@ -125,9 +127,9 @@ def case_section(case: dict) -> list[str]:
     )
     probe = diag.get("probe")
     if probe:
+        link = OK_MARK[probe["link_ok"]] if probe["compile_ok"] else "not run"
         lines.append(
-            f"Compile probe: compile {OK_MARK[probe['compile_ok']]}, "
-            f"link {OK_MARK[probe['link_ok']]}"
+            f"Compile probe: compile {OK_MARK[probe['compile_ok']]}, link {link}"
             + (f", NEEDED {', '.join(probe['needed'])}" if probe.get("needed") else "")
         )
         lines.append("")
@@ -181,6 +183,12 @@ def jit_section(case: dict, jit: dict) -> list[str]:
         ],
         rows,
     )
+    if any("mean_call_us" in k for k in jit.get("kernels", [])):
+        lines += [
+            f"us/call: mean of {TIMED_CALLS} calls after 5 warm-ups (CUDA events); one request "
+            "of this size is launch-bound, so KV GB/s is no bandwidth ceiling.",
+            "",
+        ]
     ninja = next((k.get("ninja") for k in jit.get("kernels", []) if k.get("ninja")), None)
     if ninja:
         lines += [
@@ -188,7 +196,9 @@ def jit_section(case: dict, jit: dict) -> list[str]:
             "",
         ]
     if jit.get("error_lines"):
-        lines += ["The JIT's own error (from its ninja output):", "", "```"]
+        lines += ["(compile s: until the build failed.) The JIT's own error, from its ninja "]
+        lines[-1] += "output:"
+        lines += ["", "```"]
         lines += jit["error_lines"][:6]
         lines += ["```", ""]
     for finding in case.get("jit_findings", []):
