@@ -112,11 +112,17 @@ def execute(
     prepared: PreparedRun,
     journal: Journal | None = None,
     on_result: Callable[[ContainerRun, TaskResult], None] = lambda run, result: None,
+    fleet_factory: Callable[[list, ConnectOptions], Any] | None = None,
 ) -> list[ContainerRun]:
-    """Run every play; a container that failed or was unreachable skips later plays."""
+    """Run every play; a container that failed or was unreachable skips later plays.
+
+    `fleet_factory` (default `build_fleet`) makes the targets: anything with
+    `.targets` (one per container, in order) and `.close()`, such as the
+    simulated fleet of `pctfleet.transport.sim`.
+    """
     request = prepared.request
     runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in request.containers}
-    fleet = build_fleet(request.containers, request.connect)
+    fleet = (fleet_factory or build_fleet)(request.containers, request.connect)
     targets = {c.key: t for c, t in zip(request.containers, fleet.targets, strict=True)}
     try:
         for play, containers in prepared.plays:
@@ -163,6 +169,7 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> N
             request.stop,
         )
         engine.play(tasks, list(play.handlers))
+        runs[container.key].finish_status()  # "changed" in the journal too, not "ok"
         if journal:
             run = runs[container.key]
             journal.write(

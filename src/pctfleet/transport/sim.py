@@ -1,0 +1,290 @@
+"""A simulated fleet: targets that cost time like `pct exec` but reach nothing.
+
+For measuring what the controller itself costs at a scale no lab holds (a
+thousand containers on fifty nodes): each call sleeps a configured latency
+while holding one of its node's SSH session slots (sshd's MaxSessions, 10 by
+default), and probe scripts are answered with the facts a converged
+container would print. Everything above the transport (preflight, templating,
+the engine's planning, results) is the real code.
+
+>>> node = SimNode("sim1")
+>>> target = SimTarget(node, 200, latency=0.0)
+>>> target.run(["true"]).exit_code, node.calls
+(0, 1)
+
+Converged answers come from `converged_answers`, which renders each task the
+way the engine does and writes down the fact its module reads as "already
+so". It knows the modules a converged fleet is checked with (command and
+shell guards, pip, file, copy, template, server, server_stop); any other
+module in the playbook is refused, so a simulation never silently plans a
+change it cannot model. Change scripts and pushes succeed without effect:
+the simulation is for no-op runs and audits.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from .base import CommandTimeout, RunResult, Sinks, Stdin, Target
+
+# One snippet of a probe script, as pctfleet.probe.build_script lays it out.
+_SNIPPET = re.compile(
+    r"printf '\\036pctfleet-fact-begin %s\\n' '(?P<key>[^']*)'\n"
+    r"\(\n(?P<body>.*?)\n\) </dev/null 2>/dev/null\n"
+    r"printf '\\036pctfleet-fact-end ",
+    re.DOTALL,
+)
+
+Answer = Callable[[str], "str | None"]
+
+
+def snippet_key(snippet: str) -> bytes:
+    """A short stable key for a snippet (answer tables hold thousands of them)."""
+    return hashlib.blake2b(snippet.encode(), digest_size=16).digest()
+
+
+class SimNode:
+    """One simulated Proxmox node: at most `max_sessions` commands at once."""
+
+    def __init__(self, name: str, max_sessions: int = 10) -> None:
+        self.name = name
+        self.max_sessions = max_sessions
+        self.calls = 0
+        self.peak_sessions = 0
+        self._slots = threading.BoundedSemaphore(max_sessions)
+        self._lock = threading.Lock()
+        self._active = 0
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Hold one session slot; waits while the node is at its cap."""
+        with self._slots:
+            with self._lock:
+                self.calls += 1
+                self._active += 1
+                self.peak_sessions = max(self.peak_sessions, self._active)
+            try:
+                yield
+            finally:
+                with self._lock:
+                    self._active -= 1
+
+
+def answer_probe(script: str, answer: Answer) -> str:
+    """The output a probe script would print, each snippet answered by `answer`.
+
+    A snippet `answer` does not know (None) prints nothing and exits 0.
+    """
+    parts = []
+    for match in _SNIPPET.finditer(script):
+        key, output = match.group("key"), answer(match.group("body")) or ""
+        if output and not output.endswith("\n"):
+            output += "\n"
+        parts.append(f"\x1epctfleet-fact-begin {key}\n{output}\x1epctfleet-fact-end {key} 0\n")
+    return "".join(parts)
+
+
+class SimTarget(Target):
+    """Container `ctid` on a SimNode: every call sleeps `latency` inside a session slot."""
+
+    def __init__(
+        self, node: SimNode, ctid: int, latency: float, answer: Answer | None = None
+    ) -> None:
+        self.node = node
+        self.ctid = int(ctid)
+        self.name = f"{node.name}/{self.ctid}"
+        self.latency = latency
+        self.answer: Answer = answer or (lambda snippet: None)
+        self.calls = 0
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: Stdin = None,
+        timeout: float | None = None,
+        stdout: BinaryIO | None = None,
+        stderr: BinaryIO | None = None,
+    ) -> RunResult:
+        if not argv:
+            raise ValueError("empty command")
+        self.calls += 1
+        if timeout is not None and self.latency > timeout:
+            raise CommandTimeout(self.name, f"command did not finish within {timeout:g}s")
+        with self.node.session():
+            time.sleep(self.latency)
+        data = stdin.read() if isinstance(stdin, io.IOBase) else stdin
+        output = b""
+        if list(argv[:2]) == ["/bin/sh", "-s"] and data:
+            output = answer_probe(data.decode("utf-8", errors="replace"), self.answer).encode()
+        sinks = Sinks(stdout, stderr)
+        sinks.out().write(output)
+        return sinks.result(0, self.latency)
+
+
+@dataclass
+class SimFleet:
+    """What `pctfleet.fleet.execute` needs from a fleet: targets, and close()."""
+
+    nodes: dict[str, SimNode]
+    targets: list[SimTarget]
+    closed: bool = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def connections_opened(self) -> dict[str, int]:
+        """One simulated connection per node that was used."""
+        return {name: 1 for name, node in self.nodes.items() if node.calls}
+
+
+def build_sim_fleet(
+    containers: Sequence[Any],
+    *,
+    latency: float,
+    max_sessions: int = 10,
+    answers: Callable[[Any], Answer] | None = None,
+) -> SimFleet:
+    """A SimTarget per inventory container; containers of one node share its SimNode."""
+    nodes: dict[str, SimNode] = {}
+    targets = []
+    for container in containers:
+        name = container.node.name
+        node = nodes.setdefault(name, SimNode(name, max_sessions))
+        answer = answers(container) if answers else None
+        targets.append(SimTarget(node, container.ctid, latency, answer))
+    return SimFleet(nodes, targets)
+
+
+# -- converged facts ------------------------------------------------------------------
+
+
+@dataclass
+class _Container:
+    """What one converged container holds, as far as the tasks before know it."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+def converged_answers(prepared: Any, container: Any) -> Answer:
+    """Answers for every probe snippet of `container`'s tasks, as if it were converged.
+
+    `prepared` is a `pctfleet.fleet.PreparedRun`. Tasks whose arguments depend
+    on a result known only at run time are left out (they have no probe yet).
+    """
+    from ..fleet import container_vars
+    from ..modules import REGISTRY
+    from ..playbook import select_tasks
+    from ..templating import condition, render
+
+    options = prepared.request.options
+    table: dict[bytes, str] = {}
+    for play, members in prepared.plays:
+        if container.key not in {c.key for c in members}:
+            continue
+        variables = container_vars(prepared.request.inventory, container, play, options.extra_vars)
+        state = _Container()
+        tasks = select_tasks(play.tasks, options.tags, options.skip_tags) + list(play.handlers)
+        for task in tasks:
+            module = REGISTRY[task.module]
+            if module.controller:
+                continue
+            try:
+                if task.when and not condition(task.when, variables, where=task.loc):
+                    continue
+                args = render(dict(task.args), variables, where=task.loc)
+                args["_base"], args["_vars"] = options.base_dir, variables
+                module.validate(args, task.loc)
+            except Exception:  # noqa: BLE001 - needs a registered result: no probe to answer
+                continue
+            snippet = module.probe(args, options.diff)
+            if snippet:
+                table[snippet_key(snippet)] = converged_fact(task.module, args, state, options.diff)
+    return lambda snippet: table.get(snippet_key(snippet))
+
+
+def converged_fact(module: str, args: dict[str, Any], state: _Container, diff: bool) -> str:
+    """What `module`'s probe prints on a container where the task is already done."""
+    if module in {"command", "shell"}:
+        return "creates=1" if args.get("creates") else ""
+    if module == "pip":
+        return _pip_fact(args)
+    if module == "file":
+        return _file_fact(args)
+    if module in {"copy", "template"}:
+        content = args["_content"]
+        state.files[str(args["dest"])] = content
+        lines = [
+            "type=file",
+            *_attributes(args, "644"),
+            f"sha256={hashlib.sha256(content).hexdigest()}",
+        ]
+        if diff:
+            lines.append(f"content={base64.b64encode(content).decode()}")
+        return "\n".join(lines)
+    if module == "server_stop":
+        return ""  # no PID file
+    if module == "server":
+        return _server_fact(args, state)
+    raise ValueError(f"the simulation has no converged facts for module '{module}'")
+
+
+def _attributes(args: dict[str, Any], mode: str) -> list[str]:
+    return [
+        f"mode={(args.get('_mode') or mode).lstrip('0') or '0'}",
+        f"owner={args.get('owner') or 'root'}",
+        f"group={args.get('group') or 'root'}",
+    ]
+
+
+def _file_fact(args: dict[str, Any]) -> str:
+    state = args["state"]
+    if state == "absent":
+        return "type=absent"
+    if state == "link":
+        return "\n".join(
+            ["type=link", f"target={args['src']}", "mode=777", "owner=root", "group=root"]
+        )
+    kind = "directory" if state == "directory" else "file"
+    return "\n".join([f"type={kind}", *_attributes(args, "755" if kind == "directory" else "644")])
+
+
+def _pip_fact(args: dict[str, Any]) -> str:
+    if args["state"] == "absent":
+        return "pkgs={}"
+    installed = {name: _a_version(spec) for _, name, spec in args["_reqs"]}
+    return "pkgs=" + json.dumps(installed, sort_keys=True)
+
+
+def _a_version(spec: str) -> str:
+    """A version that meets `spec`: the pinned one, or a lower bound."""
+    for clause in (c.strip() for c in spec.split(",")):
+        match = re.match(r"^(==|>=|~=)\s*([0-9][A-Za-z0-9.]*)$", clause)
+        if match:
+            return match.group(2)
+    return "1.0"
+
+
+def _server_fact(args: dict[str, Any], state: _Container) -> str:
+    if args["state"] == "stopped":
+        return ""  # no PID file
+    envsha = "none"
+    if args.get("env_file"):
+        # Written by an earlier task of the play, or (unknown here) by something else.
+        content = state.files.get(str(args["env_file"]), b"written outside the play")
+        envsha = hashlib.sha256(content).hexdigest()[:16]
+    lines = ["pid=4242", "alive=1", "ours=1", f"spec={args['_spec']}-{envsha}"]
+    lines.append(f"envfile_sha={envsha}")
+    if args.get("ready_url"):
+        lines.append(f"health={args['ready_status']}")
+    return "\n".join(lines)

@@ -1,0 +1,184 @@
+"""The simulated transport: latency, per-node session caps, converged answers to real probes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pctfleet import audit as drift
+from pctfleet import probe
+from pctfleet.engine import RunOptions
+from pctfleet.fleet import RunRequest, execute, prepare
+from pctfleet.inventory import load_inventory
+from pctfleet.transport.base import CommandTimeout
+from pctfleet.transport.options import ConnectOptions
+from pctfleet.transport.sim import (
+    SimNode,
+    SimTarget,
+    answer_probe,
+    build_sim_fleet,
+    converged_answers,
+    converged_fact,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH_PLAYBOOK = REPO / "bench" / "pctfleet_site.yml"
+
+PLAYBOOK = """
+- name: every module the simulation models
+  hosts: all
+  vars: {venv: /opt/app/venv, port: 8000}
+  tasks:
+    - name: venv
+      command: python3 -m venv {{ venv }} creates={{ venv }}/bin/python
+    - name: packages
+      pip: {name: ["six==1.16.0", "idna>=3"], virtualenv: "{{ venv }}"}
+    - name: folder
+      file: {path: /opt/app, state: directory, mode: "0750", owner: app}
+    - name: link
+      file: {src: /opt/app, dest: /srv/app, state: link}
+    - name: gone
+      file: {path: /tmp/old, state: absent}
+    - name: config
+      copy: {dest: /opt/app/app.conf, content: "port={{ port }}\\nhost={{ ct_name }}\\n"}
+      notify: restart
+    - name: stale
+      server_stop: {pidfile: /run/old.pid}
+    - name: server
+      server:
+        name: app
+        command: ["{{ venv }}/bin/python", "-m", "http.server", "{{ port | string }}"]
+        env_file: /opt/app/app.conf
+        ready_url: "http://127.0.0.1:{{ port }}/"
+      register: srv
+    - name: check
+      fail: {msg: no pid}
+      when: srv.pid is not defined
+  handlers:
+    - name: restart
+      server: {name: app, state: restarted, command: "true"}
+"""
+
+INVENTORY = """
+defaults: {user: root}
+nodes:
+  pve1:
+    containers:
+      200: {name: a}
+      201: {name: b}
+      202: {name: c}
+  pve2:
+    containers: [200, 201, 202]
+"""
+
+
+def _request(tmp_path: Path, playbook: Path, inventory: str, options: RunOptions) -> RunRequest:
+    inv_path = tmp_path / "inventory.yml"
+    inv_path.write_text(inventory)
+    inv = load_inventory(inv_path)
+    return RunRequest(playbook, inv, list(inv.select("all")), ConnectOptions(), options, forks=4)
+
+
+def _sim_run(request: RunRequest, latency: float = 0.0, converged: bool = True):
+    prepared = prepare(request)
+    fleets = []
+
+    def factory(containers, connect):  # noqa: ANN001, ANN202, ARG001
+        answers = (lambda c: converged_answers(prepared, c)) if converged else None
+        fleets.append(build_sim_fleet(containers, latency=latency, answers=answers))
+        return fleets[-1]
+
+    return execute(prepared, fleet_factory=factory), fleets[0]
+
+
+def test_a_call_sleeps_its_latency_and_is_counted():
+    node = SimNode("pve1")
+    target = SimTarget(node, 200, latency=0.05)
+    started = time.monotonic()
+    result = target.run(["/bin/sh", "-c", "anything"], stdin=b"")
+    assert time.monotonic() - started >= 0.05
+    assert (result.exit_code, result.stdout, target.calls, node.calls) == (0, b"", 1, 1)
+    assert target.name == "pve1/200"
+
+
+def test_a_call_longer_than_its_timeout_times_out():
+    with pytest.raises(CommandTimeout):
+        SimTarget(SimNode("pve1"), 200, latency=1.0).run(["true"], timeout=0.1)
+
+
+def test_a_node_runs_at_most_max_sessions_calls_at_once():
+    node = SimNode("pve1", max_sessions=3)
+    targets = [SimTarget(node, 200 + i, latency=0.05) for i in range(9)]
+    threads = [threading.Thread(target=t.run, args=(["true"],)) for t in targets]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert node.peak_sessions == 3
+    assert time.monotonic() - started >= 3 * 0.05  # 9 calls, 3 at a time
+    assert node.calls == 9
+
+
+def test_probe_scripts_are_answered_snippet_by_snippet():
+    script = probe.build_script({"t1": "echo one", "t2": "echo two", "t3": "unknown"})
+    answers = {"echo one": "one", "echo two": "a=1\nb=2\n"}
+    facts = probe.parse_output(answer_probe(script, answers.get))
+    assert facts["t1"].output == "one" and facts["t1"].status == 0
+    assert facts["t2"].fields() == {"a": "1", "b": "2"}
+    assert facts["t3"].output == ""
+
+
+def test_run_script_answers_through_the_target():
+    target = SimTarget(SimNode("pve1"), 200, latency=0.0, answer={"true": "x=1"}.get)
+    output = target.run_script(probe.build_script({"k": "true"}))
+    assert probe.parse_output(output.text())["k"].fields() == {"x": "1"}
+
+
+def test_a_converged_fleet_costs_one_call_per_container_and_changes_nothing(tmp_path):
+    playbook = tmp_path / "site.yml"
+    playbook.write_text(PLAYBOOK)
+    runs, fleet = _sim_run(_request(tmp_path, playbook, INVENTORY, RunOptions()), latency=0.01)
+    assert [r.status for r in runs] == ["ok"] * 6, [(r.status, r.message) for r in runs]
+    assert [r.remote_calls for r in runs] == [1] * 6
+    assert all(t.status in {"ok", "skipped"} for r in runs for t in r.tasks)
+    assert sorted(fleet.nodes) == ["pve1", "pve2"]
+    assert fleet.connections_opened() == {"pve1": 1, "pve2": 1}
+
+
+def test_an_audit_of_a_converged_fleet_is_clean(tmp_path):
+    playbook = tmp_path / "site.yml"
+    playbook.write_text(PLAYBOOK)
+    options = RunOptions(
+        check=True, diff=True, extra_probes={"fingerprint": drift.fingerprint_snippet}
+    )
+    runs, _ = _sim_run(_request(tmp_path, playbook, INVENTORY, options))
+    assert [drift.judge(r, None).status for r in runs] == ["clean"] * 6
+    assert [r.remote_calls for r in runs] == [1] * 6
+
+
+def test_without_answers_the_engine_plans_changes_and_they_cost_calls(tmp_path):
+    playbook = tmp_path / "site.yml"
+    playbook.write_text(PLAYBOOK)
+    runs, _ = _sim_run(_request(tmp_path, playbook, INVENTORY, RunOptions()), converged=False)
+    assert {r.status for r in runs} != {"ok"}
+    assert all(r.remote_calls > 1 for r in runs)
+
+
+@pytest.mark.skipif(not BENCH_PLAYBOOK.exists(), reason="bench/ not in this checkout")
+def test_the_benchmark_playbook_is_modelled(tmp_path):
+    inventory = INVENTORY.replace(
+        "defaults: {user: root}",
+        "defaults: {user: root}\nvars: {server_port: 32000, bench_label: x, "
+        f"standin_src: {REPO / 'src/pctfleet/lab/sglang_standin.py'}}}",
+    )
+    runs, _ = _sim_run(_request(tmp_path, BENCH_PLAYBOOK, inventory, RunOptions()))
+    assert [(r.status, r.remote_calls) for r in runs] == [("ok", 1)] * 6
+
+
+def test_a_module_without_a_model_is_refused():
+    with pytest.raises(ValueError, match="cuda_toolchain"):
+        converged_fact("cuda_toolchain", {}, None, False)  # type: ignore[arg-type]
