@@ -55,6 +55,9 @@ class NodeConnection:
         self._slots: list[_Slot] = []
         self._cond = threading.Condition()
         self._jump: NodeConnection | None = None
+        # Why the node could not be reached: every later caller gets the same verdict at
+        # once instead of waiting out its own connect timeout (one verdict per node).
+        self._failure: TransportError | None = None
 
     # -- connecting -------------------------------------------------------
 
@@ -142,8 +145,16 @@ class NodeConnection:
                     if slot.in_use < self.options.max_sessions and slot.alive():
                         slot.in_use += 1
                         return slot
+                if self._failure is not None and not any(s.alive() for s in self._slots):
+                    failure = self._failure
+                    raise type(failure)(failure.where, failure.message, failure.hint)
                 # Every live connection is at the node's session cap: open another.
-                slot = _Slot(self._connect())
+                try:
+                    slot = _Slot(self._connect())
+                except TransportError as exc:
+                    if not any(s.alive() for s in self._slots):
+                        self._failure = exc
+                    raise
                 slot.in_use = 1
                 self._slots.append(slot)
                 return slot
