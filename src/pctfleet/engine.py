@@ -23,7 +23,7 @@ from .modules.base import Fact, Plan
 from .results import ContainerRun, TaskResult
 from .runlock import LockTimeout, RunLock, busy, holder
 from .templating import condition, redact, render
-from .transport.base import Target, TransferError, TransportError
+from .transport.base import CommandTimeout, Target, TransferError, TransportError
 from .transport.files import push
 
 HIDDEN = "output hidden (no_log: true)"
@@ -99,6 +99,10 @@ class ContainerEngine:
             if self.pending_extras:
                 self._probe([None], first=None)
         except TransportError as exc:
+            if isinstance(exc, CommandTimeout):
+                # The command may still run in the container: its lock must outlive it,
+                # so it is not released; the script renews the lease when it ends.
+                self.lock.held = False
             hint = f" ({exc.hint})" if exc.hint else ""
             self.run.status, self.run.message = exc.status, exc.message + hint
         except TaskFailed as exc:
