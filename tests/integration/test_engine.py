@@ -282,7 +282,7 @@ def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
         - hosts: all
           tasks:
             - name: first
-              shell: "touch /tmp/pctfleet-started; sleep 3; echo first >> /tmp/pctfleet-interrupt"
+              shell: "touch /tmp/pctfleet-started; sleep 8; echo first >> /tmp/pctfleet-interrupt"
             - {name: second, shell: "echo second >> /tmp/pctfleet-interrupt"}
         """,
     )

@@ -79,7 +79,10 @@ def test_written_files(lab: Lab) -> None:
         "known_hosts": str(info.known_hosts),
     }
     assert inventory["nodes"]["node1"]["address"] == "127.0.10.1"
-    assert inventory["nodes"]["node2"]["containers"][201] == {"name": "n2-ct201"}
+    assert inventory["nodes"]["node2"]["containers"][201] == {
+        "name": "n2-ct201",
+        "vars": {"server_port": 30201},
+    }
     assert inventory["groups"]["lab"]["nodes"][:2] == ["node1", "node2"]
     assert info.inventory.read_text().startswith("# pctfleet lab inventory")
     assert info.identity.stat().st_mode & 0o777 == 0o600

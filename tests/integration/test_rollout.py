@@ -21,7 +21,7 @@ GATE = ["--gate-tests", str(PLAYBOOKS / "gate_checks.py"), "--gate-checks", "rol
 
 @pytest.fixture(scope="module")
 def rlab(lab):  # the shared lab fixture checks the machine can run labs at all
-    rollout_lab = Lab(Path("/var/lib/pctfleet-lab-rollout"), address_base="127.0.11")
+    rollout_lab = Lab(Path("/var/lib/pctfleet-lab-rollout"), address_base="127.0.14")
     info = rollout_lab.up(nodes=3, containers=3)
     return rollout_lab, str(info.inventory)
 

@@ -40,6 +40,23 @@ def test_debian_bookworm(host):
 """
 
 
+@pytest.fixture(scope="module", autouse=True)
+def provisioned(lab: Lab) -> None:
+    """node1/200 holds what site.yml promises (one call when it already does)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "pctfleet",
+        "provision",
+        "-i",
+        str(lab.inventory),
+        "--limit",
+        "node1/200",
+    ]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 def verify(lab: Lab, *args: str) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "pctfleet", "verify", "-i", str(lab.inventory), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=300)
