@@ -24,7 +24,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import ansible_env  # noqa: E402
 import benchlab  # noqa: E402
+import simbench  # noqa: E402
 import tables  # noqa: E402
 from measure import Measured, measure  # noqa: E402
 
@@ -111,7 +113,8 @@ class Bench:
     def pctfleet_run(self, scenario: str) -> Sample:
         argv = [PYTHON, "-m", "pctfleet", "run", str(PLAYBOOK), *self._pctfleet_common()]
         argv += ["--forks", str(FORKS), "--json", "--journal-dir", str(self.lab.work / "runs")]
-        return self.sample("pctfleet", scenario, argv, read_pctfleet_run)
+        read = no_change(read_pctfleet_run) if "noop" in scenario else read_pctfleet_run
+        return self.sample("pctfleet", scenario, argv, read)
 
     def pctfleet_audit(self) -> Sample:
         argv = [PYTHON, "-m", "pctfleet", "audit", *self._pctfleet_common()]
@@ -132,10 +135,9 @@ class Bench:
         return self.sample("floor", scenario, argv, read_floor)
 
     def ansible_run(self, scenario: str, env: dict) -> Sample:
-        import ansible_env
-
         argv = ansible_env.playbook_argv(self.lab.inventory)
-        return self.sample("ansible", scenario, argv, read_ansible, env=env)
+        read = no_change(read_ansible) if "noop" in scenario else read_ansible
+        return self.sample("ansible", scenario, argv, read, env=env)
 
     def state_check(self, after: str) -> None:
         """The floor's checks, unmeasured: did the converge reach the declared state?"""
@@ -149,38 +151,41 @@ class Bench:
 
     # -- the blocks ----------------------------------------------------------------
 
-    def pctfleet_block(self) -> None:
+    def converge_rounds(self, aenv: dict | None) -> None:
+        """First converges, each from the reset state; the floor's checks confirm each."""
         for i in range(self.runs):
-            self.say(f"pctfleet, run {i + 1}/{self.runs}")
+            self.say(f"first converge, round {i + 1}/{self.runs}")
             self.lab.reset()
             self.pctfleet_run("converge")
             self.state_check("pctfleet converge")
+            if aenv is not None:
+                self.lab.reset()
+                self.ansible_run("converge", aenv)
+                self.state_check("ansible converge")
+
+    def noop_rounds(self, aenv: dict | None) -> None:
+        """Every tool's no-op side by side, round after round, then again behind latency.
+
+        The containers hold pctfleet's converged state, which is converged for
+        Ansible's playbook too (its server check is the same PID file), so the
+        tools take turns and a burst of load on the machine hits them alike.
+        """
+        self.say("pctfleet converges the containers for the no-op rounds")
+        self.pctfleet_run("setup")
+        for i in range(self.runs):
+            self.say(f"no-op, round {i + 1}/{self.runs}")
             self.pctfleet_run("noop")
+            if aenv is not None:
+                self.ansible_run("noop", aenv)
             self.floor("noop")
             self.pctfleet_audit()
             self.pctfleet_verify()
-        self.say(f"pctfleet and the floor behind +{LATENCY_MS} ms each way")
-        with self.lab.latency(LATENCY_MS):
-            for _ in range(self.runs):
+            with self.lab.latency(LATENCY_MS):
                 self.pctfleet_run("noop+latency")
+                if aenv is not None:
+                    self.ansible_run("noop+latency", aenv)
                 self.floor("noop+latency")
-
-    def ansible_block(self) -> None:
-        import ansible_env
-
-        env = ansible_env.environment(self.lab.work, self.lab.info.known_hosts)
-        for i in range(self.runs):
-            self.say(f"ansible, run {i + 1}/{self.runs}")
-            self.lab.reset()
-            self.ansible_run("converge", env)
-            self.state_check("ansible converge")
-            self.ansible_run("noop", env)
-            self.floor("noop")
-        self.say(f"ansible and the floor behind +{LATENCY_MS} ms each way")
-        with self.lab.latency(LATENCY_MS):
-            for _ in range(self.runs):
-                self.ansible_run("noop+latency", env)
-                self.floor("noop+latency")
+        self.samples = [s for s in self.samples if s.scenario != "setup"]
 
 
 # -- reading each tool's output ----------------------------------------------------------
@@ -201,6 +206,18 @@ def read_pctfleet_run(result: Measured) -> dict:
     changed = sum(1 for c in cts if c["status"] == "changed")
     ok = result.exit_code == 0 and all(c["status"] in {"ok", "changed"} for c in cts)
     return {"calls": [c["remote_calls"] for c in cts], "changed": changed, "ok": ok}
+
+
+def no_change(read: Callable[[Measured], dict]) -> Callable[[Measured], dict]:
+    """A no-op run is only a no-op when nothing changed."""
+
+    def reader(result: Measured) -> dict:
+        parsed = read(result)
+        if parsed.get("changed"):
+            parsed.update(ok=False, note=f"{parsed['changed']} container(s) changed")
+        return parsed
+
+    return reader
 
 
 def read_pctfleet_audit(result: Measured) -> dict:
@@ -270,19 +287,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     bench = Bench(benchlab.bring_up(say=lambda text: print(text, file=sys.stderr)), args.runs)
     versions = tables.versions()
+    env = None
     if not args.no_ansible:
-        import ansible_env
-
         ansible_env.ensure_venv(say=bench.say)
         ansible_env.write_lab_plugin()
         versions.update(ansible_env.versions())
-    bench.pctfleet_block()
-    if not args.no_ansible:
-        bench.ansible_block()
+        env = ansible_env.environment(bench.lab.work, bench.lab.info.known_hosts)
+    bench.converge_rounds(env)
+    bench.noop_rounds(env)
     simulation = []
     if not args.no_sim:
-        import simbench
-
         bench.say("simulated fleet")
         simulation = simbench.curve(say=bench.say)
     document = {

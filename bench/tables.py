@@ -310,8 +310,97 @@ def markdown(document: dict) -> str:
             _md_table(SIM_HEADER, sim_rows(document["simulation"])),
             "",
         ]
-    lines += NOTES
+    lines += findings(document)
     return "\n".join(lines) + "\n"
 
 
-NOTES: list[str] = []
+def findings(document: dict) -> list[str]:
+    """What the numbers say, and where a target is missed, by how much and why."""
+    summary = summarize(document["samples"])
+    r = ratios(summary)
+    out = ["## What the numbers say", ""]
+    pf, fl, an = (summary.get((t, "noop")) for t in ("pctfleet", "floor", "ansible"))
+    if pf and fl:
+        startup = document.get("startup", {})
+        out += [
+            f"- **pctfleet against the floor.** A no-op run of pctfleet took "
+            f"{pf['wall_s']:.2f} s, the floor {fl['wall_s']:.2f} s "
+            f"({r['pctfleet_over_floor_noop']:g}x). Both make one SSH login per node and "
+            "one `pct exec` per container. The difference is the controller and the probe: "
+            f"starting pctfleet's CLI (interpreter and imports) takes "
+            f"{startup.get('pctfleet_cli', float('nan')):.2f} s against "
+            f"{startup.get('floor', float('nan')):.2f} s for the floor's imports; pctfleet "
+            f"uses {pf['cpu_s']:.2f} s of CPU against {fl['cpu_s']:.2f} s (preflight renders "
+            "every task for every container, then the engine renders them again to plan), "
+            "on a machine whose two cores also run the containers' side; and pctfleet's "
+            "probe starts python3 twice in each container (the pip module's package list "
+            "and the server module's /health check) where the floor's script starts it once.",
+        ]
+    if pf and an:
+        bound = an["wall_s"] / fl["wall_s"] if fl else float("nan")
+        out += [
+            f"- **Ansible.** Its no-op run took {an['wall_s']:.1f} s with "
+            f"{an['sessions']:.0f} `pct` calls per container and {an['logins']:.0f} SSH "
+            "logins per node: a login per task and container, then six `pct exec` per module "
+            "(the home folder, a temporary folder, the module streamed in through `cat`, "
+            "chmod, the module run by the container's Python, the folder removed), more for "
+            "copy and template, which run a stat module first. pctfleet's took "
+            f"{pf['wall_s']:.2f} s with {pf['sessions']:.0f} call per container and "
+            f"{pf['logins']:.0f} login per node: {r['ansible_over_pctfleet_noop']:g}x. "
+            f"No tool can beat the floor, and Ansible / floor was {bound:.1f}x here, so the "
+            f"{NOOP_TARGET:g}x target also needs the floor to stay far below Ansible; each "
+            "`pct` call on the lab starts a Python `pct` shim and `lxc-attach` on the same "
+            "two cores, which makes the floor slower here than on a Proxmox node with "
+            "cores to spare.",
+        ]
+    if r["gap_noop_latency_s"] is not None:
+        lat = summary[("ansible", "noop+latency")]
+        head = (
+            f"- **Latency.** With +{document['settings']['latency_ms']} ms each way on every "
+            f"node, the gap went from {r['gap_noop_s']:g} s to {r['gap_noop_latency_s']:g} s "
+            f"(Ansible / pctfleet {r['ansible_over_pctfleet_noop']:g}x -> "
+            f"{r['ansible_over_pctfleet_noop_latency']:g}x). "
+        )
+        if r["gap_noop_latency_s"] > r["gap_noop_s"]:
+            out.append(
+                head + "Every one of Ansible's logins and calls waits for the round trips; "
+                "pctfleet's one login per node and one call per container wait once."
+            )
+        else:
+            out.append(
+                head + "It did not grow in this run: Ansible's samples spread over "
+                f"{an['wall_min']:.0f}-{an['wall_max']:.0f} s without latency and "
+                f"{lat['wall_min']:.0f}-{lat['wall_max']:.0f} s with it, more than the "
+                "latency adds, because its time is mostly CPU on a two-core machine shared "
+                "with the containers (and with whatever else runs there)."
+            )
+    sim = sorted(document.get("simulation") or [], key=lambda p: (p["mode"], p["containers"]))
+    if sim:
+        per_ct = {p["mode"]: 1000 * p["cpu_s"] / p["containers"] for p in sim}
+        big = [p for p in sim if p["containers"] == max(q["containers"] for q in sim)]
+        compiles = max(p.get("jinja2_compiles_per_ct_in_execute", 0) for p in sim)
+        out += [
+            "- **Scale.** In the simulation every container costs one call, memory stays "
+            f"at {max(p['peak_mb'] for p in sim):.0f} MB or less, and controller CPU grows "
+            "with the containers: "
+            + ", ".join(f"{mode} {ms:.0f} ms per container" for mode, ms in per_ct.items())
+            + " at the largest size. The wall time is the calls' time "
+            "(containers / forks x latency) as long as the controller needs less CPU per "
+            "container than latency / forks; past that, one Python process (one core, the "
+            "GIL) is the limit: "
+            + "; ".join(
+                f"{p['mode']} {p['containers']}: {p['wall_s']:.1f} s against "
+                f"{p['ideal_s']:.1f} s ideal"
+                for p in big
+            )
+            + f". Most of that CPU is jinja2 compiling the same template strings again: "
+            f"{compiles:g} compilations per container while running alone (preflight adds "
+            "more), because rendering does not keep compiled templates; a cache keyed by "
+            "the template text would take most of it away.",
+        ]
+    out += [
+        "",
+        "Methods, settings and the one adaptation made to the Ansible plugin (it runs",
+        "`/usr/sbin/pct`; the lab's `pct` is on PATH): [bench/README.md](../bench/README.md).",
+    ]
+    return out
