@@ -299,27 +299,7 @@ def run_command(
     (node down, container missing or stopped, timeout), 4 bad inventory,
     playbook or vars, 5 bad options, 99 interrupted.
     """
-    conn = o.connect_options(
-        user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
-    )
-    return _playbook_run(
-        playbook,
-        inventory=inventory,
-        host=host,
-        ct=ct,
-        limit=limit,
-        conn=conn,
-        tags=tags,
-        skip_tags=skip_tags,
-        check=check,
-        diff=diff,
-        extra=extra_vars or [],
-        forks=forks,
-        as_json=as_json,
-        verbose=verbose,
-        journal_dir=journal_dir,
-        lock=(lock_wait, lock_lease),
-    )
+    return _playbook_run(playbook, **_run_options(locals()))
 
 
 @app.command("provision")
@@ -356,27 +336,36 @@ def provision_command(
 
     Same options and exit codes as 'pctfleet run'.
     """
-    conn = o.connect_options(
-        user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
-    )
-    return _playbook_run(
-        _default_playbook(playbook),
-        inventory=inventory,
-        host=host,
-        ct=ct,
-        limit=limit,
-        conn=conn,
-        tags=tags,
-        skip_tags=skip_tags,
-        check=check,
-        diff=diff,
-        extra=extra_vars or [],
-        forks=forks,
-        as_json=as_json,
-        verbose=verbose,
-        journal_dir=journal_dir,
-        lock=(lock_wait, lock_lease),
-    )
+    return _playbook_run(_default_playbook(playbook), **_run_options(locals()))
+
+
+def _run_options(given: dict) -> dict:
+    """What `run` and `provision` pass on: the same options, decided the same way."""
+    return {
+        "inventory": given["inventory"],
+        "host": given["host"],
+        "ct": given["ct"],
+        "limit": given["limit"],
+        "conn": o.connect_options(
+            given["user"],
+            given["port"],
+            given["identity"],
+            given["known_hosts"],
+            given["accept_new_host_keys"],
+            given["timeout"],
+            given["connect_timeout"],
+        ),
+        "tags": given["tags"],
+        "skip_tags": given["skip_tags"],
+        "check": given["check"],
+        "diff": given["diff"],
+        "extra": given["extra_vars"] or [],
+        "forks": given["forks"],
+        "as_json": given["as_json"],
+        "verbose": given["verbose"],
+        "journal_dir": given["journal_dir"],
+        "lock": (given["lock_wait"], given["lock_lease"]),
+    }
 
 
 def _default_playbook(playbook: Path) -> Path:

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 
 from . import probe as framing
-from .cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snippet
+from .cuda.facts import PIP_NAMES, ToolchainFacts, parse_toolchain, toolchain_snippet
 from .cuda.known_errors import Finding, scan
 from .cuda.probe_cu import ProbeResult, parse_probe, probe_script
 from .cuda.rules import RuleResult, check, verdict
@@ -21,17 +21,7 @@ from .modules.toolchain import env_file_prefix
 from .transport.base import Target, TransportError
 
 LOG_LINES = 3000
-COMPONENTS = (
-    "cuda-toolkit",
-    "nvidia-cuda-nvcc",
-    "nvidia-nvvm",
-    "nvidia-cuda-crt",
-    "nvidia-cuda-runtime",
-    "nvidia-cuda-cccl",
-    "torch",
-    "flashinfer-python",
-    "sglang",
-)
+COMPONENTS = tuple(name for name in PIP_NAMES if name != "ninja")
 
 
 @dataclass
