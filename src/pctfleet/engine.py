@@ -22,7 +22,7 @@ from .modules import REGISTRY
 from .modules.base import Fact, Plan
 from .results import ContainerRun, TaskResult
 from .runlock import LockTimeout, RunLock, busy, holder
-from .templating import condition, redact, render
+from .templating import condition, redact, render, unsafe
 from .transport.base import CommandTimeout, Target, TransferError, TransportError
 from .transport.files import push
 
@@ -155,6 +155,7 @@ class ContainerEngine:
                 self.facts = None
                 plan = self._plan(module, task, args, remaining)
                 status, registered = self._apply(module, task, args, plan)
+            registered = unsafe(registered)  # what the container said is data, not a template
             status = self._judge(task, status, registered, where)
             if not task.until or self._until(task, registered, where):
                 break

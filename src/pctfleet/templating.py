@@ -47,6 +47,28 @@ class Secret(str):
         return f"Secret({REDACTED!r})"
 
 
+class Unsafe(str):
+    """Text that came from a container (a registered result): data, never a template.
+
+    Rendering passes it through untouched, so output such as `{{ ... }}` printed
+    by a command is never evaluated on the controller."""
+
+    __slots__ = ()
+
+
+def unsafe(value: Any) -> Any:
+    """`value` with every string inside it (dicts and lists walked) marked `Unsafe`."""
+    if isinstance(value, Secret | Unsafe):
+        return value
+    if isinstance(value, str):
+        return Unsafe(value)
+    if isinstance(value, Mapping):
+        return {k: unsafe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [unsafe(v) for v in value]
+    return value
+
+
 class _Failure(Exception):
     """Raised inside rendering; the caller adds `where` to make a TemplateError."""
 
@@ -261,7 +283,7 @@ def _run_expression(expr: str, variables: LazyVars, env: jinja2.Environment) -> 
 
 
 def _render_string(text: str, variables: LazyVars, env: jinja2.Environment) -> Any:
-    if isinstance(text, Secret) or not _is_template(text):
+    if isinstance(text, Secret | Unsafe) or not _is_template(text):
         return text
     expr = _single_expression(text)
     if expr is not None:
@@ -494,6 +516,6 @@ def redact(text: str, variables: Mapping[str, Any]) -> str:
     return text
 
 
-__all__ = ["REDACTED", "LazyVars", "Secret", "condition", "evaluate", "find_template",
-           "redact", "render", "render_template_file", "secret_values",
-           "syntax_problem", "template_search_path", "to_bool"]
+__all__ = ["REDACTED", "LazyVars", "Secret", "Unsafe", "condition", "evaluate",
+           "find_template", "redact", "render", "render_template_file", "secret_values",
+           "syntax_problem", "template_search_path", "to_bool", "unsafe"]
