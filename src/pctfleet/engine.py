@@ -106,11 +106,11 @@ class ContainerEngine:
             hint = f" ({exc.hint})" if exc.hint else ""
             self.run.status, self.run.message = exc.status, exc.message + hint
         except TaskFailed as exc:
-            self.run.status, self.run.message = "failed", str(exc)
+            self.run.status, self.run.message = "failed", redact(str(exc), self.vars)
         except Interrupted:
             self.run.status, self.run.message = "interrupted", "stopped before the next task"
         except InputError as exc:  # a value only known at run time was wrong
-            self.run.status, self.run.message = "failed", str(exc)
+            self.run.status, self.run.message = "failed", redact(str(exc), self.vars)
         except LockTimeout as exc:
             self.run.status, self.run.message = "failed", f"gave up waiting: {exc}"
         finally:

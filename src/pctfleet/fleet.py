@@ -18,7 +18,7 @@ from .modules import REGISTRY, known_args
 from .playbook import load_playbook, select_tasks
 from .results import ContainerRun, TaskResult
 from .targets import build_fleet
-from .templating import condition, render
+from .templating import condition, redact, render
 from .transport.options import ConnectOptions
 
 
@@ -72,9 +72,11 @@ def preflight(
                 args["_base"], args["_vars"] = base_dir, variables
                 if not any(_mentions(task, name) for name in later):
                     REGISTRY[task.module].validate(args, where)
-            except InputError:
+            except InputError as exc:
                 if any(_mentions(task, name) for name in later):
                     continue  # depends on a result not known yet: checked when reached
+                exc.message = redact(exc.message, variables)  # a secret quoted back stays hidden
+                exc.args = (exc.message,)
                 raise
 
 
