@@ -106,7 +106,7 @@ class ContainerEngine:
             hint = f" ({exc.hint})" if exc.hint else ""
             self.run.status, self.run.message = exc.status, exc.message + hint
         except TaskFailed as exc:
-            self.run.status, self.run.message = "failed", redact(str(exc), self.vars)
+            self.run.status, self.run.message = "failed", str(exc)
         except Interrupted:
             self.run.status, self.run.message = "interrupted", "stopped before the next task"
         except InputError as exc:  # a value only known at run time was wrong
@@ -262,7 +262,9 @@ class ContainerEngine:
             )
         if plan.script is None:
             return 0, "", ""
-        env = "".join(f"export {k}={_q(v)}\n" for k, v in (task.environment or {}).items())
+        where = f"{task.loc}: task '{task.name}'"
+        environment = render(dict(task.environment or {}), self.vars, where=where)
+        env = "".join(f"export {k}={_q(v)}\n" for k, v in environment.items())
         result = self.target.run(
             ["/bin/sh", "-c", self.lock.wrap(env + plan.script), "pctfleet-task"],
             stdin=b"",

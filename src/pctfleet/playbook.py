@@ -359,7 +359,7 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
     timeout = _number(m, "timeout", ctx, None)
     if timeout == 0:
         raise _fail("'timeout' must be more than 0 seconds", m, "timeout", ctx)
-    environment = _mapping(m, "environment", ctx)
+    environment = _mapping(m, "environment", ctx, var_names=True)  # `export NAME=...`
     _check_jinja(environment, m, "environment", ctx)
     return dict(
         when=_conditions(m, "when", ctx) or [], tags=_tags(m, ctx), register=register,
