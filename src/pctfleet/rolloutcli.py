@@ -41,10 +41,37 @@ class RolloutArgs:
     journal_dir: Path | None = None
 
     def params(self) -> dict:
-        """What a resume needs to repeat this rollout exactly."""
+        """What a resume needs to repeat this rollout exactly, secret values left out."""
         data = asdict(self)
         data.pop("resume")
+        data["extra_vars"] = [_without_secrets(item) for item in self.extra_vars]
         return json.loads(json.dumps(data, default=str))
+
+
+def _without_secrets(item: str) -> str:
+    """A -e value as the journal keeps it: secret values (see templating.redact) hidden.
+
+    A file (@vars.yml) is kept as its name; a value with secrets becomes a JSON
+    mapping whose secrets read ********, to be given again with -e on --resume.
+    """
+    from .inventory import parse_extra_vars
+    from .templating import REDACTED, secret_values
+
+    if item.strip().startswith("@"):
+        return item
+    values = parse_extra_vars([item])
+    hidden = secret_values(values)
+    if not hidden:
+        return item
+
+    def hide(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: hide(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [hide(v) for v in value]
+        return REDACTED if isinstance(value, str | int | float) and str(value) in hidden else value
+
+    return json.dumps(hide(values))
 
 
 def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
@@ -53,6 +80,9 @@ def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
         raise InputError(f"--resume: no rollout journal {path}")
     start, done = resume_state(path)
     params = start["params"]
+    # Secret values were not journaled: the -e given with --resume supplies them (and wins).
+    params["extra_vars"] = [*params["extra_vars"], *args.extra_vars]
+    _check_secrets_given(params["extra_vars"])
     restored = RolloutArgs(
         **{
             **params,
@@ -65,6 +95,18 @@ def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
         }
     )
     return restored, done
+
+
+def _check_secrets_given(items: list[str]) -> None:
+    from .inventory import parse_extra_vars
+    from .templating import REDACTED
+
+    missing = sorted(k for k, v in parse_extra_vars(items).items() if REDACTED in json.dumps(v))
+    if missing:
+        raise InputError(
+            "--resume: secret variables are not kept in the journal; give them again: "
+            + " ".join(f"-e {name}=..." for name in missing)
+        )
 
 
 def verify_gate(inventory: Any, connect: ConnectOptions, args: RolloutArgs):
