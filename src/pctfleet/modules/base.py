@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import PlaybookError
+from ..errors import PlaybookError, brief
 
 
 def q(value: object) -> str:
@@ -92,6 +92,32 @@ def require(args: dict, key: str, where: str, module: str) -> Any:
     if args.get(key) in (None, ""):
         raise PlaybookError(f"module '{module}' needs '{key}'", where=where)
     return args[key]
+
+
+def words(value: object, key: str, where: str, module: str) -> list[str]:
+    """`value` split like a shell line; unbalanced quotes are a PlaybookError."""
+    try:
+        return shlex.split(str(value))
+    except ValueError as err:
+        raise PlaybookError(
+            f"{module}: {key!r} cannot be split into words ({err}): {brief(value)}", where=where
+        ) from None
+
+
+def number(args: dict, key: str, where: str, module: str, *, integer: bool = False) -> None:
+    """A given `args[key]` must be a finite number >= 0 (a whole one if `integer`)."""
+    value = args.get(key)
+    if value is None:
+        return
+    try:
+        parsed = int(value) if integer else float(value)
+    except (TypeError, ValueError, OverflowError):
+        parsed = -1
+    if isinstance(value, bool) or not 0 <= parsed < float("inf"):
+        kind = "a whole number" if integer else "a number"
+        raise PlaybookError(
+            f"{module}: {key!r} must be {kind} >= 0, got {brief(value)}", where=where
+        )
 
 
 def as_bool(value: object) -> bool:

@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, q
+from .base import Fact, Module, Plan, q, words
 
 _COMMON = {"cmd", "argv", "chdir", "creates", "removes", "stdin", "_raw_params"}
 # Ansible's free form: `command: make install chdir=/src creates=/usr/bin/x`.
@@ -58,6 +58,8 @@ class Command(Module):
         split_inline_options(args)
         if not args.get("cmd") and not args.get("argv"):
             raise PlaybookError("module 'command' needs a command (cmd or argv)", where=where)
+        if self.name == "command" and not args.get("argv"):
+            words(args["cmd"], "cmd", where, self.name)
 
     def argv(self, args: dict[str, Any]) -> list[str]:
         if args.get("argv"):

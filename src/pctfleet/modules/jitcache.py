@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Fact, Module, Plan, q
+from .base import Fact, Module, Plan, number, q
 from .cudashell import preamble
 from .server import STOP_FUNCTION
 
@@ -30,6 +30,9 @@ def cache_dirs(args: dict[str, Any]) -> list[str]:
 class FlashinferCache(Module):
     name = "flashinfer_cache"
     args = {"venv", "cuda_home", "home", "workspace_base", "server_pidfile", "stop_grace"}
+
+    def validate(self, args: dict[str, Any], where: str) -> None:
+        number(args, "stop_grace", where, self.name, integer=True)
 
     def probe(self, args: dict[str, Any], want_diff: bool) -> str:
         lines = [preamble(args), 'echo "toolchain=$(pctfleet_toolchain_id "$VENV" "$CH")"']

@@ -8,7 +8,7 @@ import shlex
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, q
+from .base import Fact, Module, Plan, q, words
 
 REQUIREMENT = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*(?P<spec>[<>=!~].*)?$"
@@ -102,6 +102,8 @@ class Pip(Module):
                     f"pip: {item!r} is an option, not a package: use extra_args", where=where
                 )
         args["_reqs"] = [(item, *parse_requirement(item, where)) for item in names]
+        for key in ("extra_args", "virtualenv_command"):
+            words(args.get(key) or "", key, where, self.name)
         state = args.setdefault("state", "present")
         if state not in {"present", "absent"}:
             raise PlaybookError(

@@ -14,7 +14,7 @@ import shlex
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, q
+from .base import Fact, Module, Plan, number, q, words
 
 STOP_FUNCTION = r"""
 pctfleet_stop() {  # pidfile grace expect
@@ -124,9 +124,14 @@ class Server(Module):
             raise PlaybookError("server: 'command' is required", where=where)
         command = args["command"]
         args["_argv"] = (
-            shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+            words(command, "command", where, self.name)
+            if isinstance(command, str)
+            else [str(c) for c in command]
         )
         _defaults(args)
+        number(args, "stop_grace", where, self.name, integer=True)
+        number(args, "ready_timeout", where, self.name)
+        number(args, "ready_port", where, self.name, integer=True)
         if args["state"] not in {"started", "stopped", "restarted"}:
             raise PlaybookError(
                 "server: 'state' must be started, stopped or restarted", where=where
@@ -299,6 +304,7 @@ class ServerStop(Module):
         if not args.get("pidfile"):
             raise PlaybookError("server_stop: 'pidfile' is required", where=where)
         args.setdefault("grace", 10)
+        number(args, "grace", where, self.name, integer=True)
 
     def probe(self, args: dict[str, Any], want_diff: bool) -> str:
         return PROCESS_PROBE.format(pidfile=q(args["pidfile"]), name="")

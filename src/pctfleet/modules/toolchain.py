@@ -194,6 +194,16 @@ class CompileProbe(Module):
     name = "compile_probe"
     args = {"venv", "cuda_home", "arch", "force"}
 
+    def validate(self, args: dict[str, Any], where: str) -> None:
+        from ..cuda.rules import arch_parts
+
+        if args.get("arch") and not arch_parts(str(args["arch"]))[0]:
+            raise PlaybookError(
+                f"compile_probe: 'arch' must be a GPU architecture like sm_120 or 120f, "
+                f"got {args['arch']!r}",
+                where=where,
+            )
+
     def probe(self, args: dict[str, Any], want_diff: bool) -> str:
         return preamble(args) + (
             'echo "toolchain=$(pctfleet_toolchain_id "$VENV" "$CH")"\n'
