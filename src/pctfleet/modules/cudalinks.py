@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Fact, Module, Plan
+from .base import Fact, Module, Plan, q
 from .cudashell import preamble
 
 PROBE = r"""
@@ -84,7 +84,7 @@ class CudaLinks(Module):
             "set -e",
             'mkdir -p "$CH/lib/stubs"',
             'ln -sfn lib "$CH/lib64.pctfleet-tmp" && mv -Tf "$CH/lib64.pctfleet-tmp" "$CH/lib64"',
-            f'ln -sfn {wanted["libcudart"]} "$CH/lib/libcudart.so.pctfleet-tmp"',
+            f'ln -sfn {q(wanted["libcudart"])} "$CH/lib/libcudart.so.pctfleet-tmp"',
             'mv -Tf "$CH/lib/libcudart.so.pctfleet-tmp" "$CH/lib/libcudart.so"',
         ]
         if wanted["libcuda"] == FALLBACK:
@@ -92,7 +92,7 @@ class CudaLinks(Module):
         else:
             lines += [
                 'rm -f "$CH/lib/stubs/.pctfleet-fallback" "$CH/lib/stubs/libcuda.so.fallback"',
-                f'ln -sfn {wanted["libcuda"]} "$CH/lib/stubs/libcuda.so.pctfleet-tmp"',
+                f'ln -sfn {q(wanted["libcuda"])} "$CH/lib/stubs/libcuda.so.pctfleet-tmp"',
                 'mv -Tf "$CH/lib/stubs/libcuda.so.pctfleet-tmp" "$CH/lib/stubs/libcuda.so"',
             ]
         return "\n".join(lines) + "\n"
