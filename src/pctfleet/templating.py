@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import posixpath
 import re
@@ -270,9 +271,19 @@ def _single_expression(text: str) -> str | None:
     return inner[:-1] if inner[-1:] in ("-", "+") else inner
 
 
+@functools.lru_cache(maxsize=8192)
+def _expression(env: jinja2.Environment, expr: str) -> jinja2.Template:
+    """Compiled once: a fleet renders the same expressions for every container."""
+    return env.compile_expression(expr, undefined_to_none=False)._template
+
+
+@functools.lru_cache(maxsize=8192)
+def _template(env: jinja2.Environment, text: str) -> jinja2.Template:
+    return env.from_string(text)
+
+
 def _run_expression(expr: str, variables: LazyVars, env: jinja2.Environment) -> Any:
-    compiled = env.compile_expression(expr, undefined_to_none=False)
-    template = compiled._template  # jinja's TemplateExpression keeps it here
+    template = _expression(env, expr)  # jinja's TemplateExpression keeps it in _template
     context = template.new_context(variables, shared=True)
     for _ in template.root_render_func(context):
         pass
@@ -288,7 +299,7 @@ def _render_string(text: str, variables: LazyVars, env: jinja2.Environment) -> A
     expr = _single_expression(text)
     if expr is not None:
         return _run_expression(expr, variables, env)
-    template = env.from_string(text)
+    template = _template(env, text)
     context = template.new_context(variables, shared=True)
     return "".join(template.root_render_func(context))
 
