@@ -111,7 +111,7 @@ def test_host_keys_unknown_and_changed_are_refused_on_every_path(fl, tmp_path):
         assert unknown.read_text() == ""
         assert not exists_in(fl, CT, f"/tmp/pctfleet-hostkey-{mark}")
         s.outcome = (
-            "refused, naming the fingerprint and --accept-new-host-keys; exits "
+            "refused, naming the fingerprint (and --accept-new-host-keys, except doctor); exits "
             + ", ".join(f"{k} {v}" for k, v in seen.items())
         )
         s.preserved = "known_hosts untouched; nothing ran in the container (no marker file)"
@@ -395,21 +395,16 @@ CANARY = "/tmp/pctfleet-canary-{mark}"
 PAYLOADS = [
     "a; touch {canary} && touch {canary} || touch {canary} | touch {canary}",
     "$(touch {canary})`touch {canary}`${{IFS}}touch${{IFS}}{canary}",
-    "' ; touch {canary} ; '",
-    '" ; touch {canary} ; "',
+    '\' ; touch {canary} ; " ; touch {canary} ; "',
     "line one\ntouch {canary}\n",
     "*",
-    "-rf",
-    "--help",
+    "--help -rf",
     "%s %n \\ \\n ~root",
 ]
 
 INJECT_TASKS = """\
-    - name: "{i}: a folder"
-      file: {{path: "/tmp/pctfleet-inj/{i}", state: directory}}
-      when: inventory_hostname == '{key}'
-    - name: "{i}: a keeper"
-      file: {{path: "/tmp/pctfleet-inj/{i}/keep", state: touch}}
+    - name: "{i}: a keeper (and its folder)"
+      copy: {{content: "", dest: "/tmp/pctfleet-inj/{i}/keep"}}
       when: inventory_hostname == '{key}'
     - name: "{i}: content and a file name"
       copy: {{content: "{{{{ p{i} }}}}", dest: "/tmp/pctfleet-inj/{i}/f-{{{{ p{i} }}}}"}}
