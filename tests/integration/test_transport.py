@@ -359,3 +359,19 @@ def test_push_twenty_megabytes_is_exact_and_atomic(info, tmp_path):
     assert digest == hashlib.sha256(payload).hexdigest()
     leftovers = ct.run(["sh", "-c", "ls -A /root | grep pctfleet-push || true"]).stdout
     assert leftovers == b""
+
+
+def test_ssh_config_proxyjump_reaches_a_node_through_another(info, tmp_path):
+    first, second = info.nodes[0], info.nodes[1]
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host {second.address}\n  ProxyJump root@{first.address}\n  IdentityFile {info.identity}\n"
+        f"Host {first.address}\n  IdentityFile {info.identity}\n"
+    )
+    before = _accepted_logins(info, 0), _accepted_logins(info, 1)
+    options = ConnectOptions(known_hosts=str(info.known_hosts), ssh_config=str(config))
+    node = NodeConnection(second.name, second.address, options)
+    assert PctTarget(node, 200).run(["hostname"]).stdout == b"n2-ct200\n"
+    after = _accepted_logins(info, 0), _accepted_logins(info, 1)
+    assert (after[0] - before[0], after[1] - before[1]) == (1, 1)  # the jump, then the node
+    node.close()
