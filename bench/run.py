@@ -35,6 +35,7 @@ PLAYBOOK = HERE / "pctfleet_site.yml"
 FORKS = 6
 LATENCY_MS = 20
 VERIFY_CHECKS = "server_port_listens or server_health_200"
+PAIRS = 3  # back-to-back floor/pctfleet no-op pairs per round
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Sample:
     changed: int | None = None  # containers the run reported as changed
     ok: bool = True
     note: str = ""
+    pair: str = ""  # pctfleet and floor samples taken back to back share this
 
 
 @dataclass
@@ -169,23 +171,29 @@ class Bench:
         The containers hold pctfleet's converged state, which is converged for
         Ansible's playbook too (its server check is the same PID file), so the
         tools take turns and a burst of load on the machine hits them alike.
+        pctfleet and the floor take a few seconds each, so they run in pairs,
+        back to back, PAIRS times a round: their ratio is taken pair by pair.
         """
         self.say("pctfleet converges the containers for the no-op rounds")
         self.pctfleet_run("setup")
         for i in range(self.runs):
             self.say(f"no-op, round {i + 1}/{self.runs}")
-            self.pctfleet_run("noop")
+            self.paired("noop", i)
             if aenv is not None:
                 self.ansible_run("noop", aenv)
-            self.floor("noop")
             self.pctfleet_audit()
             self.pctfleet_verify()
             with self.lab.latency(LATENCY_MS):
-                self.pctfleet_run("noop+latency")
+                self.paired("noop+latency", i)
                 if aenv is not None:
                     self.ansible_run("noop+latency", aenv)
-                self.floor("noop+latency")
         self.samples = [s for s in self.samples if s.scenario != "setup"]
+
+    def paired(self, scenario: str, round_: int) -> None:
+        for j in range(PAIRS):
+            pair = f"{scenario}/{round_}/{j}"
+            self.floor(scenario).pair = pair
+            self.pctfleet_run(scenario).pair = pair
 
 
 # -- reading each tool's output ----------------------------------------------------------

@@ -30,7 +30,6 @@ LATENCY = 0.2  # seconds per `pct exec`: a real node's pct (a Perl CLI) plus an 
 FORKS = 10  # pctfleet's default
 SIZES = (10, 100, 1000)
 MODES = ("noop", "audit")
-CACHE_MODE = "noop+cache"  # an experiment, at the largest size only: see cache_templates()
 
 
 def inventory_yaml(containers: int) -> str:
@@ -68,43 +67,8 @@ def count_compiles() -> list[int]:
     return count
 
 
-def cache_templates() -> None:
-    """The experiment, not the product: compiled jinja2 templates kept by their text.
-
-    pctfleet's templating compiles every string again each time it renders one;
-    this measures what keeping them would save, without changing pctfleet.
-    """
-    import jinja2
-
-    from_string, compile_expression = (
-        jinja2.Environment.from_string,
-        jinja2.Environment.compile_expression,
-    )
-    templates: dict = {}
-    expressions: dict = {}
-
-    def cached_from_string(self, source, globals=None, template_class=None):  # noqa: ANN001, ANN202, A002
-        if not isinstance(source, str) or globals is not None or template_class is not None:
-            return from_string(self, source, globals, template_class)
-        key = (id(self), source)
-        if key not in templates:
-            templates[key] = from_string(self, source)
-        return templates[key]
-
-    def cached_compile_expression(self, source, undefined_to_none=True):  # noqa: ANN001, ANN202
-        key = (id(self), source, undefined_to_none)
-        if key not in expressions:
-            expressions[key] = compile_expression(self, source, undefined_to_none)
-        return expressions[key]
-
-    jinja2.Environment.from_string = cached_from_string
-    jinja2.Environment.compile_expression = cached_compile_expression
-
-
 def run_point(containers: int, mode: str, latency: float, forks: int) -> dict:
     """One simulated run in this process: measured around prepare + execute only."""
-    if mode == CACHE_MODE:
-        cache_templates()
     from pctfleet import audit as drift
     from pctfleet.engine import RunOptions
     from pctfleet.fleet import RunRequest, execute, prepare
@@ -162,16 +126,15 @@ def run_point(containers: int, mode: str, latency: float, forks: int) -> dict:
 
 
 def curve(say=print, latency: float = LATENCY, forks: int = FORKS) -> list[dict]:  # noqa: ANN001
-    """Every size and mode, each in a fresh process; the cache experiment at the largest."""
+    """Every size and mode, each in a fresh process."""
     points = []
-    runs = [(mode, size) for mode in MODES for size in SIZES] + [(CACHE_MODE, SIZES[-1])]
-    for mode, size in runs:
+    for mode, size in [(mode, size) for mode in MODES for size in SIZES]:
         argv = [sys.executable, str(Path(__file__).resolve()), "--containers", str(size)]
         argv += ["--mode", mode, "--latency", str(latency), "--forks", str(forks)]
         out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
         point = json.loads(out.strip().splitlines()[-1])
         say(
-            f"  sim {mode:10} {size:5} containers: {point['wall_s']:6.2f}s wall "
+            f"  sim {mode:5} {size:5} containers: {point['wall_s']:6.2f}s wall "
             f"(ideal {point['ideal_s']:.2f}s) {point['cpu_s']:5.2f}s cpu "
             f"{point['peak_mb']:4.0f} MB {point['statuses']}"
         )
@@ -182,7 +145,7 @@ def curve(say=print, latency: float = LATENCY, forks: int = FORKS) -> list[dict]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--containers", type=int)
-    parser.add_argument("--mode", choices=(*MODES, CACHE_MODE), default="noop")
+    parser.add_argument("--mode", choices=MODES, default="noop")
     parser.add_argument("--latency", type=float, default=LATENCY)
     parser.add_argument("--forks", type=int, default=FORKS)
     args = parser.parse_args(argv)
