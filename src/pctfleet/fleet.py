@@ -66,8 +66,8 @@ def preflight(
         for task in tasks:
             where = f"{task.loc}: task '{task.name}'"
             try:
-                if task.when:
-                    condition(task.when, variables, where=where)
+                if task.when and not condition(task.when, variables, where=where):
+                    continue  # skipped here: its arguments may rely on what is not defined
                 args = render(dict(task.args), variables, where=where)
                 args["_base"], args["_vars"] = base_dir, variables
                 if not any(_mentions(task, name) for name in later):
