@@ -64,6 +64,7 @@ class Bench:
     runs: int
     samples: list[Sample] = field(default_factory=list)
     checks: list[dict] = field(default_factory=list)
+    startups: dict[str, list[float]] = field(default_factory=dict)
 
     def say(self, text: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
@@ -178,6 +179,7 @@ class Bench:
         self.pctfleet_run("setup")
         for i in range(self.runs):
             self.say(f"no-op, round {i + 1}/{self.runs}")
+            self.measure_startup()
             self.paired("noop", i)
             if aenv is not None:
                 self.ansible_run("noop", aenv)
@@ -188,6 +190,11 @@ class Bench:
                 if aenv is not None:
                     self.ansible_run("noop+latency", aenv)
         self.samples = [s for s in self.samples if s.scenario != "setup"]
+
+    def measure_startup(self) -> None:
+        """Seconds to start each tool's interpreter and imports, doing nothing else."""
+        for name, argv in STARTUP.items():
+            self.startups.setdefault(name, []).append(round(measure(argv).wall_s, 3))
 
     def paired(self, scenario: str, round_: int) -> None:
         for j in range(PAIRS):
@@ -270,16 +277,10 @@ def read_ansible(result: Measured) -> dict:
 # -- main ------------------------------------------------------------------------------
 
 
-def startup_costs() -> dict[str, float]:
-    """Median seconds to start each tool's interpreter and imports, doing nothing else."""
-    probes = {
-        "pctfleet_cli": [PYTHON, "-c", "import pctfleet.cli"],
-        "floor": [PYTHON, "-c", "import paramiko, yaml, jinja2, pctfleet.transport.pct"],
-    }
-    return {
-        name: round(statistics.median(measure(argv).wall_s for _ in range(3)), 3)
-        for name, argv in probes.items()
-    }
+STARTUP = {
+    "pctfleet_cli": [PYTHON, "-c", "import pctfleet.cli"],
+    "floor": [PYTHON, "-c", "import paramiko, yaml, jinja2, pctfleet.transport.pct"],
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         "--docs", type=Path, default=ROOT / "docs/benchmarks.md", help="'-' to skip"
     )
     args = parser.parse_args(argv)
+    if args.runs < 3:
+        parser.error("--runs must be at least 3 (each cell is a median)")
     started = time.monotonic()
     bench = Bench(benchlab.bring_up(say=lambda text: print(text, file=sys.stderr)), args.runs)
     versions = tables.versions()
@@ -311,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": tables.machine(),
         "versions": versions,
         "settings": {"forks": FORKS, "latency_ms": LATENCY_MS, "runs": args.runs},
-        "startup": startup_costs(),
+        "startup": {k: statistics.median(v) for k, v in bench.startups.items()},
         "samples": [asdict(s) for s in bench.samples],
         "state_checks": bench.checks,
         "simulation": simulation,
