@@ -292,7 +292,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--docs", type=Path, default=ROOT / "docs/benchmarks.md", help="'-' to skip"
     )
+    parser.add_argument(
+        "--render", type=Path, help="measure nothing: print and write docs from this JSON"
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        document = json.loads(args.render.read_text(encoding="utf-8"))
+        print(tables.console(document))
+        if str(args.docs) != "-":
+            args.docs.write_text(tables.markdown(document), encoding="utf-8")
+        return 0
     if args.runs < 3:
         parser.error("--runs must be at least 3 (each cell is a median)")
     started = time.monotonic()

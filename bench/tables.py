@@ -414,8 +414,8 @@ def _latency_finding(document: dict, summary: dict, r: dict) -> str:
         f"{r['ansible_over_pctfleet_noop']:g}x to {r['ansible_over_pctfleet_noop_latency']:g}x."
     )
     spread = (
-        f" Ansible's samples spread over {an['wall_min']:.0f}-{an['wall_max']:.0f} s without "
-        f"latency and {lat['wall_min']:.0f}-{lat['wall_max']:.0f} s with it, so on this shared "
+        f" Ansible's samples spread over {an['wall_min']:.1f}-{an['wall_max']:.1f} s without "
+        f"latency and {lat['wall_min']:.1f}-{lat['wall_max']:.1f} s with it: on this shared "
         "two-core machine the effect is of the order of the noise."
     )
     cpu_bound = (
