@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,8 +40,6 @@ class ExecOutcome:
             try:
                 data[name] = raw.decode("utf-8")
             except UnicodeDecodeError:
-                import base64
-
                 data[name] = raw.decode("utf-8", errors="replace")
                 data[f"{name}_base64"] = base64.b64encode(raw).decode()
         return data

@@ -7,6 +7,7 @@ one `pct exec` per container for the whole audit.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections import Counter
@@ -71,8 +72,6 @@ def fingerprint(raw: str) -> dict[str, str]:
     if "pkgs" in pairs:
         found.update({f"pip.{k}": v for k, v in json.loads(pairs["pkgs"]).items()})
     if "overlay" in pairs:
-        import base64
-
         manifest = json.loads(base64.b64decode(pairs["overlay"]))
         found["overlay.tree_hash"] = str(manifest.get("tree_hash"))
     found["server"] = pairs.get("server", "stopped")

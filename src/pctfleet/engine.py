@@ -19,7 +19,7 @@ from . import probe
 from .errors import InputError
 from .journal import new_run_id
 from .modules import REGISTRY
-from .modules.base import Fact, Plan
+from .modules.base import Fact, Plan, q
 from .results import ContainerRun, TaskResult
 from .runlock import LockTimeout, RunLock, busy, holder
 from .templating import condition, redact, render, unsafe
@@ -264,10 +264,10 @@ class ContainerEngine:
             return 0, "", ""
         where = f"{task.loc}: task '{task.name}'"
         environment = render(dict(task.environment or {}), self.vars, where=where)
-        env = "".join(f"export {k}={_q(v)}\n" for k, v in environment.items())
+        env = "".join(f"export {k}={q(v)}\n" for k, v in environment.items())
         result = self.target.run(
             ["/bin/sh", "-c", self.lock.wrap(env + plan.script), "pctfleet-task"],
-            stdin=b"",
+            stdin=plan.stdin,
             timeout=timeout,
         )
         if busy(result):  # another run took the lock over while we paused: stop here
@@ -314,12 +314,6 @@ class ContainerEngine:
         if result.diff:
             result.diff = {k: redact(str(v), self.vars) for k, v in result.diff.items()}
         return result
-
-
-def _q(value: object) -> str:
-    from .modules.base import q
-
-    return q(value)
 
 
 def _text(data: bytes) -> str:

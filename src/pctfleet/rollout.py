@@ -7,7 +7,6 @@ left untouched, and `--resume ID` continues with them later.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -229,7 +228,3 @@ def write_start(journal: Journal, plan: RolloutPlan, argv: dict) -> None:
         params=argv,
         started=time.time(),
     )
-
-
-def dump(result: RolloutResult) -> str:
-    return json.dumps(result.as_json(), indent=2)

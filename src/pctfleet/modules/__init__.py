@@ -37,9 +37,5 @@ REGISTRY: dict[str, Module] = {
 }
 
 
-def register(module: Module) -> None:
-    REGISTRY[module.name] = module
-
-
 def known_args() -> dict[str, set[str] | None]:
     return {name: module.args for name, module in REGISTRY.items()}

@@ -41,8 +41,7 @@ class Plan:
     pushes: list[Push] = field(default_factory=list)
     diff: dict | None = None  # {"before": str, "after": str, "path": str}
     failed: bool = False
-    # Ansible's `command` always runs; its result is what the task reports.
-    always_run: bool = False
+    stdin: bytes = b""  # fed to the change script (Ansible's `command: stdin=`)
     skip_in_check: bool = False
     result: dict = field(default_factory=dict)
 

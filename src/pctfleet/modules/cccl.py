@@ -8,6 +8,7 @@ The tree the wheel shipped is kept as `cccl.pctfleet-orig` for `state: absent`.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -116,8 +117,6 @@ fi"""
 
 
 def _manifest(facts: dict[str, str]) -> dict | None:
-    import base64
-
     if "manifest" not in facts:
         return None
     try:

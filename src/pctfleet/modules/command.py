@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import PlaybookError
 from .base import Fact, Module, Plan, q, words
 
-_COMMON = {"cmd", "argv", "chdir", "creates", "removes", "stdin", "_raw_params"}
+_COMMON = {"cmd", "argv", "chdir", "creates", "removes", "stdin"}
 # Ansible's free form: `command: make install chdir=/src creates=/usr/bin/x`.
 _INLINE = re.compile(r"(?:^|\s)(creates|removes|chdir|executable)=(\S+)")
 
@@ -41,6 +41,10 @@ def _guard_plan(args: dict[str, Any], fact: Fact | None) -> Plan | None:
     if facts.get("removes_missing"):
         return Plan(False, msg=f"skipped, since {args['removes']} does not exist")
     return None
+
+
+def _stdin(args: dict[str, Any]) -> bytes:
+    return str(args["stdin"]).encode() if args.get("stdin") is not None else b""
 
 
 def _chdir(args: dict[str, Any]) -> str:
@@ -75,7 +79,7 @@ class Command(Module):
             return skipped
         line = " ".join(q(word) for word in self.argv(args))
         return Plan(
-            True, script=_chdir(args) + f"exec {line}\n", always_run=True, skip_in_check=True
+            True, script=_chdir(args) + f"exec {line}\n", skip_in_check=True, stdin=_stdin(args)
         )
 
 
@@ -91,4 +95,4 @@ class Shell(Command):
             return skipped
         shell = args.get("executable") or "/bin/sh"
         script = _chdir(args) + f"exec {q(shell)} -c {q(args.get('cmd') or '')}\n"
-        return Plan(True, script=script, always_run=True, skip_in_check=True)
+        return Plan(True, script=script, skip_in_check=True, stdin=_stdin(args))

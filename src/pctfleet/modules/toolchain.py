@@ -232,7 +232,6 @@ class CompileProbe(Module):
             True,
             script=f"(\n{script}\n)" + record,
             msg=f"compiling for {arch}",
-            always_run=True,
             skip_in_check=True,
         )
 
