@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from pctfleet.adhoc import LinePrefixer
-from pctfleet.transport.base import CommandTimeout, TransferError
+from pctfleet.transport.base import UNREACHED, CommandTimeout, TransferError, TransportError
 from pctfleet.transport.files import pull, push
 from pctfleet.transport.local import LocalTarget
 from pctfleet.transport.pct import MARKER, MarkerFilter
@@ -33,6 +33,21 @@ def test_local_run_script_keeps_arguments_literal(tmp_path):
 def test_local_timeout_kills_the_command():
     with pytest.raises(CommandTimeout):
         LocalTarget().run(["sleep", "5"], timeout=0.3)
+
+
+def test_an_empty_command_is_refused_before_anything_runs():
+    target = LocalTarget()
+    with pytest.raises(ValueError, match="empty command"):
+        target.run([])
+    assert target.calls == 0
+
+
+def test_every_unreached_status_has_an_outcome_and_no_outcome_invents_one():
+    outcomes = TransportError.__subclasses__()
+    assert set(UNREACHED) <= {o.status for o in outcomes}
+    assert {o.status for o in outcomes} <= {*UNREACHED, "failed"}
+    with pytest.raises(TypeError, match="unknown status 'gone'"):
+        type("Gone", (TransportError,), {}, reason="gone", status="gone")
 
 
 def test_push_is_verified_and_sets_mode(tmp_path):

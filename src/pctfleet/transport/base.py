@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import abc
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 Stdin = bytes | BinaryIO | None
+# How much of a stream moves at once.
+CHUNK = 64 * 1024
+# How `run_script` starts a shell that reads its script from stdin.
+SCRIPT_ARGV = ("/bin/sh", "-s", "--")
 
 
 @dataclass
@@ -33,12 +37,27 @@ class RunResult:
         return self.stdout.decode("utf-8", errors="replace")
 
 
+# The run recap's words for a container we never got to judge (commands did not
+# reach it, or did not finish): counted apart from failures everywhere.
+UNREACHED = ("unreachable", "ct-missing", "ct-stopped", "timeout")
+
+
 class TransportError(Exception):
-    """A command could not be run to completion. `reason` is a stable name."""
+    """A command could not be run to completion. `reason` is a stable name.
+
+    Each outcome below is one line: its `reason`, and the coarse `status` a run
+    recap counts it under (one of UNREACHED, or "failed").
+    """
 
     reason = "error"
-    # The coarse status a run recap counts this under.
     status = "failed"
+
+    def __init_subclass__(cls, reason: str = "", status: str = "", **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.reason = reason or cls.reason
+        cls.status = status or cls.status
+        if cls.status not in (*UNREACHED, "failed"):
+            raise TypeError(f"{cls.__name__}: unknown status {cls.status!r}")
 
     def __init__(self, where: str, message: str, hint: str = "") -> None:
         self.where = where
@@ -51,56 +70,35 @@ class TransportError(Exception):
         return f"{text} ({self.hint})" if self.hint else text
 
 
-class NodeUnreachable(TransportError):
-    reason = "unreachable"
-    status = "unreachable"
+class NodeUnreachable(TransportError, reason="unreachable", status="unreachable"): ...
 
 
-class AuthFailed(TransportError):
-    reason = "auth-failed"
-    status = "unreachable"
+class AuthFailed(TransportError, reason="auth-failed", status="unreachable"): ...
 
 
-class HostKeyUnknown(TransportError):
-    reason = "hostkey-unknown"
-    status = "unreachable"
+class HostKeyUnknown(TransportError, reason="hostkey-unknown", status="unreachable"): ...
 
 
-class HostKeyChanged(TransportError):
-    reason = "hostkey-changed"
-    status = "unreachable"
+class HostKeyChanged(TransportError, reason="hostkey-changed", status="unreachable"): ...
 
 
-class SudoPasswordRequired(TransportError):
-    reason = "sudo-password"
-    status = "unreachable"
+class SudoPasswordRequired(TransportError, reason="sudo-password", status="unreachable"): ...
 
 
-class ContainerMissing(TransportError):
-    reason = "ct-missing"
-    status = "ct-missing"
+class ContainerMissing(TransportError, reason="ct-missing", status="ct-missing"): ...
 
 
-class ContainerStopped(TransportError):
-    reason = "ct-stopped"
-    status = "ct-stopped"
+class ContainerStopped(TransportError, reason="ct-stopped", status="ct-stopped"): ...
 
 
-class CommandTimeout(TransportError):
-    reason = "timeout"
-    status = "timeout"
+class CommandTimeout(TransportError, reason="timeout", status="timeout"): ...
 
 
-class PctError(TransportError):
+class PctError(TransportError, reason="pct-error", status="failed"):
     """pct itself failed for a reason we do not classify further."""
 
-    reason = "pct-error"
-    status = "failed"
 
-
-class TransferError(TransportError):
-    reason = "transfer-failed"
-    status = "failed"
+class TransferError(TransportError, reason="transfer-failed", status="failed"): ...
 
 
 @dataclass
@@ -123,12 +121,15 @@ class Sinks:
 
 
 class Target(abc.ABC):
-    """Something commands run in: a container behind a node, or this machine."""
+    """Something commands run in: a container behind a node, or this machine.
+
+    `run` is the one way in; a backend supplies only `_run`, the raw call that
+    moves stdin in and output into the sinks.
+    """
 
     name: str
     calls: int = 0
 
-    @abc.abstractmethod
     def run(
         self,
         argv: Sequence[str],
@@ -139,6 +140,18 @@ class Target(abc.ABC):
         stderr: BinaryIO | None = None,
     ) -> RunResult:
         """Run argv (no shell) and return its result; raise TransportError subclasses."""
+        if not argv:
+            raise ValueError("empty command")
+        self.calls += 1
+        sinks = Sinks(stdout, stderr)
+        code, duration = self._run(list(argv), stdin, timeout, sinks)
+        return sinks.result(code, duration)
+
+    @abc.abstractmethod
+    def _run(
+        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
+    ) -> tuple[int, float]:
+        """Run argv writing output to `sinks`; return (exit code, seconds taken)."""
 
     def run_script(
         self,
@@ -153,5 +166,14 @@ class Target(abc.ABC):
 
         >>> target.run_script('echo "$1"', ["a b; c"])   # prints: a b; c
         """
-        argv = ["/bin/sh", "-s", "--", *args]
+        argv = [*SCRIPT_ARGV, *args]
         return self.run(argv, stdin=script.encode(), timeout=timeout, stdout=stdout, stderr=stderr)
+
+
+def stdin_chunks(stdin: Stdin) -> Iterator[bytes]:
+    """A command's stdin as the pieces to send, read as they are needed."""
+    if isinstance(stdin, bytes | bytearray):
+        yield stdin
+    elif stdin is not None:
+        while chunk := stdin.read(CHUNK):
+            yield chunk

@@ -13,19 +13,14 @@ from typing import BinaryIO
 
 import paramiko
 
-from .base import CommandTimeout, NodeUnreachable, Stdin
-
-CHUNK = 64 * 1024
+from .base import CHUNK, CommandTimeout, NodeUnreachable, Stdin, stdin_chunks
 
 
 def _feed_stdin(channel: paramiko.Channel, stdin: Stdin) -> None:
     """Send stdin then EOF; runs in its own thread so a full window never deadlocks."""
     try:
-        if isinstance(stdin, bytes | bytearray):
-            channel.sendall(stdin)
-        elif stdin is not None:
-            while chunk := stdin.read(CHUNK):
-                channel.sendall(chunk)
+        for chunk in stdin_chunks(stdin):
+            channel.sendall(chunk)
         channel.shutdown_write()
     except (OSError, EOFError, paramiko.SSHException):
         pass  # the reader side reports what went wrong

@@ -7,12 +7,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
 from typing import BinaryIO
 
-from .base import CommandTimeout, RunResult, Sinks, Stdin, Target
-
-CHUNK = 64 * 1024
+from .base import CHUNK, CommandTimeout, Sinks, Stdin, Target, stdin_chunks
 
 
 def _copy(source: BinaryIO, sink: BinaryIO) -> None:
@@ -22,11 +19,8 @@ def _copy(source: BinaryIO, sink: BinaryIO) -> None:
 
 def _feed(process: subprocess.Popen, stdin: Stdin) -> None:
     try:
-        if isinstance(stdin, bytes | bytearray):
-            process.stdin.write(stdin)
-        elif stdin is not None:
-            while chunk := stdin.read(CHUNK):
-                process.stdin.write(chunk)
+        for chunk in stdin_chunks(stdin):
+            process.stdin.write(chunk)
         process.stdin.close()
     except (BrokenPipeError, OSError):
         pass
@@ -39,20 +33,12 @@ class LocalTarget(Target):
         self.name = name
         self.calls = 0
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: Stdin = None,
-        timeout: float | None = None,
-        stdout: BinaryIO | None = None,
-        stderr: BinaryIO | None = None,
-    ) -> RunResult:
-        self.calls += 1
-        sinks = Sinks(stdout, stderr)
+    def _run(
+        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
+    ) -> tuple[int, float]:
         started = time.monotonic()
         process = subprocess.Popen(
-            list(argv),
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -76,4 +62,4 @@ class LocalTarget(Target):
             thread.join()
         if code < 0:  # killed by a signal: report it the way a shell does
             code = 128 - code
-        return sinks.result(code, time.monotonic() - started)
+        return code, time.monotonic() - started

@@ -18,7 +18,6 @@ from .base import (
     ContainerStopped,
     NodeUnreachable,
     PctError,
-    RunResult,
     Sinks,
     Stdin,
     SudoPasswordRequired,
@@ -78,25 +77,18 @@ class PctTarget(Target):
         self.name = f"{node.node}/{self.ctid}"
         self.calls = 0
 
-    def command_line(self, argv: Sequence[str]) -> str:
-        """The node-side shell line. The only quoting layer: the node's login shell."""
+    def _pct(self, *words: str) -> str:
+        """A node-side `pct` line. The only quoting layer: the node's login shell."""
         pct = ["pct"] if self.node.target.user == "root" else ["sudo", "-n", "pct"]
-        words = [*pct, "exec", str(self.ctid), "--", "/bin/sh", "-c", _ENTER, "pctfleet", *argv]
-        return shlex.join(words)
+        return shlex.join([*pct, *words])
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: Stdin = None,
-        timeout: float | None = None,
-        stdout: BinaryIO | None = None,
-        stderr: BinaryIO | None = None,
-    ) -> RunResult:
-        if not argv:
-            raise ValueError("empty command")
-        self.calls += 1
-        sinks = Sinks(stdout, stderr)
+    def command_line(self, argv: Sequence[str]) -> str:
+        """The node-side shell line that runs argv inside the container."""
+        return self._pct("exec", str(self.ctid), "--", "/bin/sh", "-c", _ENTER, "pctfleet", *argv)
+
+    def _run(
+        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
+    ) -> tuple[int, float]:
         marker = MarkerFilter(sinks.err())
         code, duration = self.node.exec(
             self.command_line(argv), stdin=stdin, timeout=timeout, stdout=sinks.out(), stderr=marker
@@ -110,14 +102,13 @@ class PctTarget(Target):
                 f"container {self.ctid} stopped while a command ran (exit {code})",
                 f"start it: pct start {self.ctid}, then rerun",
             )
-        return sinks.result(code, duration)
+        return code, duration
 
     def _stopped_meanwhile(self) -> bool:
         """A command killed by a signal may mean the container went down under it."""
-        words = ["pct"] if self.node.target.user == "root" else ["sudo", "-n", "pct"]
         out = io.BytesIO()
         code, _ = self.node.exec(
-            shlex.join([*words, "status", str(self.ctid)]),
+            self._pct("status", str(self.ctid)),
             stdin=b"",
             timeout=self.node.options.connect_timeout,
             stdout=out,

@@ -33,9 +33,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
-from .base import CommandTimeout, RunResult, Sinks, Stdin, Target
+from .base import SCRIPT_ARGV, CommandTimeout, Sinks, Stdin, Target
 
 # One snippet of a probe script, as pctfleet.probe.build_script lays it out.
 _SNIPPET = re.compile(
@@ -107,29 +107,19 @@ class SimTarget(Target):
         self.answer: Answer = answer or (lambda snippet: None)
         self.calls = 0
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: Stdin = None,
-        timeout: float | None = None,
-        stdout: BinaryIO | None = None,
-        stderr: BinaryIO | None = None,
-    ) -> RunResult:
-        if not argv:
-            raise ValueError("empty command")
-        self.calls += 1
+    def _run(
+        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
+    ) -> tuple[int, float]:
         if timeout is not None and self.latency > timeout:
             raise CommandTimeout(self.name, f"command did not finish within {timeout:g}s")
         with self.node.session():
             time.sleep(self.latency)
         data = stdin.read() if isinstance(stdin, io.IOBase) else stdin
         output = b""
-        if list(argv[:2]) == ["/bin/sh", "-s"] and data:
+        if argv[:2] == list(SCRIPT_ARGV[:2]) and data:
             output = answer_probe(data.decode("utf-8", errors="replace"), self.answer).encode()
-        sinks = Sinks(stdout, stderr)
         sinks.out().write(output)
-        return sinks.result(0, self.latency)
+        return 0, self.latency
 
 
 @dataclass
