@@ -15,6 +15,7 @@ from . import adhoc, exitcodes
 from . import cliopts as o
 from .errors import InputError
 from .targets import build_fleet
+from .transport.base import UNREACHED
 
 app = typer.Typer(
     name="pctfleet",
@@ -212,7 +213,7 @@ def _sigterm_as_interrupt():
 
 def _run_exit_code(runs) -> int:
     statuses = {r.status for r in runs}
-    if statuses & {"unreachable", "ct-missing", "ct-stopped", "timeout"}:
+    if statuses.intersection(UNREACHED):
         return exitcodes.UNREACHABLE
     if "interrupted" in statuses:
         return exitcodes.INTERRUPTED

@@ -9,17 +9,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .results import ContainerRun, TaskResult, summary
+from .results import UNREACHED, ContainerRun, TaskResult, summary
 
 STYLE = {
     "ok": "green",
     "changed": "yellow",
     "failed": "bold red",
     "skipped": "cyan",
-    "unreachable": "bold magenta",
-    "ct-missing": "bold magenta",
-    "ct-stopped": "bold magenta",
-    "timeout": "bold magenta",
+    **dict.fromkeys(UNREACHED, "bold magenta"),
     "interrupted": "bold red",
 }
 

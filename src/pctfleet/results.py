@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Container statuses that mean "we never got to judge it": counted apart from failures.
-UNREACHED = ("unreachable", "ct-missing", "ct-stopped", "timeout")
+from .transport.base import UNREACHED
 
 
 @dataclass

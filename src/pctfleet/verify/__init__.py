@@ -9,6 +9,8 @@ without them; only the backend and the child pytest process load them.
 
 from __future__ import annotations
 
+from ..transport.base import UNREACHED
+
 # What the checks need to know about a container, with playbooks/site.yml's
 # defaults. Each can be set per container in the inventory (`pctfleet verify`),
 # in a pct:// URL's query, with `--pct-<name>` or with PCTFLEET_<NAME>.
@@ -24,4 +26,4 @@ SETTINGS: dict[str, str] = {
 
 # A container is in one of these when its checks could not run at all: it is
 # never "passed" and never "failed" (the checks said nothing about it).
-UNAVAILABLE = ("unreachable", "ct-missing", "ct-stopped", "timeout", "error")
+UNAVAILABLE = (*UNREACHED, "error")

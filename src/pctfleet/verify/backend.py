@@ -31,7 +31,7 @@ import pytest
 import testinfra.backend
 from testinfra.backend import base
 
-from ..transport.base import RunResult, TransportError
+from ..transport.base import UNREACHED, RunResult, TransportError
 from ..transport.options import ConnectOptions
 from ..transport.pct import PctTarget
 from ..transport.ssh import NodeConnection
@@ -46,8 +46,8 @@ TESTINFRA_KEYS = frozenset(
 OUR_KEYS = frozenset({"node", "identity", "known_hosts", "accept_new", "port", "connect_timeout"})
 QUERY_KEYS = TESTINFRA_KEYS | OUR_KEYS | SETTINGS.keys()
 # Outcomes that hold for the rest of a session: later calls fail at once instead
-# of waiting for another connect timeout per test.
-STICKY = frozenset({"unreachable", "ct-missing", "ct-stopped"})
+# of waiting for another connect timeout per test. A timeout may not recur.
+STICKY = frozenset(UNREACHED) - {"timeout"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 
