@@ -1,0 +1,86 @@
+"""Where inventories come from: a file (either format, detected from its top
+keys), YAML text or data, or the `--host`/`--ct` command-line options."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pctfleet.errors import InventoryError, brief
+from pctfleet.inventory.ansible import ANSIBLE_GROUP_KEYS, parse_ansible
+from pctfleet.inventory.checks import CTID_HELP, Src, check_address, check_ctid, expand_path
+from pctfleet.inventory.model import Container, Inventory, Node
+from pctfleet.inventory.native import NATIVE_KEYS, parse_native
+from pctfleet.yamlsrc import YamlMap, load_yaml, load_yaml_text
+
+MAX_CTID_RANGE = 10_000
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read a native or an Ansible YAML inventory (detected from its top keys)."""
+    doc = load_yaml(path, what="an inventory mapping")
+    return inventory_from_data(doc, str(path))
+
+
+def inventory_from_text(text: str, name: str = "<inventory>") -> Inventory:
+    """Same as `load_inventory` for YAML text held in memory."""
+    doc = load_yaml_text(text, name)
+    if doc is None:
+        raise InventoryError("inventory is empty", where=name)
+    return inventory_from_data(doc, name)
+
+
+def inventory_from_data(doc: Any, name: str) -> Inventory:
+    src = Src(name)
+    if not isinstance(doc, YamlMap):
+        raise src.fail(f"an inventory must be a mapping (nodes: ...), got {brief(doc)}", doc)
+    try:
+        if _looks_like_ansible(doc):
+            return parse_ansible(doc, src)
+        return parse_native(doc, src)
+    except RecursionError:
+        raise InventoryError("inventory is nested too deeply", where=name) from None
+
+
+def _looks_like_ansible(doc: YamlMap) -> bool:
+    if not doc or any(key in NATIVE_KEYS for key in doc):
+        return False
+    if "all" in doc:
+        return True  # never a native key; report Ansible-style mistakes then
+    return all(v is None or (isinstance(v, YamlMap) and all(k in ANSIBLE_GROUP_KEYS for k in v))
+               for v in doc.values())
+
+
+def adhoc_inventory(host: str, ctids: Sequence[int], *, port: int = 22, user: str = "root",
+                    identity: str | None = None,
+                    known_hosts: str | None = None) -> Inventory:
+    """An inventory of one node (`--host`) and some containers on it (`--ct`)."""
+    problem = check_address(host) or check_address(user)
+    if problem:
+        raise InventoryError(f"--host/--user: {problem}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise InventoryError(f"--port: must be an integer 1-65535, got {brief(port)}")
+    node = Node(host, host, port, user, expand_path(identity), expand_path(known_hosts))
+    containers: dict[int, Container] = {}
+    for ctid in ctids:
+        if check_ctid(ctid) is None:
+            raise InventoryError(f"--ct: {brief(ctid)} is not a container id ({CTID_HELP})")
+        containers.setdefault(ctid, Container(node, ctid))
+    return Inventory({host: node}, list(containers.values()), source=f"--host {host}")
+
+
+def parse_ctids(text: str) -> list[int]:
+    """`"200,201,205-207"` -> `[200, 201, 205, 206, 207]` (duplicates dropped)."""
+    out: dict[int, None] = {}
+    for part in (p.strip() for p in str(text).split(",")):
+        low, sep, high = part.partition("-")
+        first, last = check_ctid(low), check_ctid(high) if sep else check_ctid(low)
+        if first is None or last is None or last < first:
+            raise InventoryError(f"--ct: {part!r} is not a container id ({CTID_HELP})"
+                                 + (" or a range low-high" if sep else ""))
+        if last - first >= MAX_CTID_RANGE:
+            raise InventoryError(f"--ct: range {part!r} holds more than "
+                                 f"{MAX_CTID_RANGE} ids")
+        out.update(dict.fromkeys(range(first, last + 1)))
+    return list(out)

@@ -1,0 +1,120 @@
+"""The inventory model: nodes, the containers on them, groups, and their vars."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pctfleet.inventory.limit import Host, match_limit
+
+
+@dataclass(frozen=True)
+class Node:
+    """A Proxmox VE host reached over SSH. Hashable; `vars` and `ssh_options`
+    do not take part in equality (names are unique within an inventory)."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str = "root"
+    identity: str | None = None
+    known_hosts: str | None = None
+    ssh_options: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    vars: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Container:
+    """An LXC container `ctid` on `node`; `groups` in variable precedence order."""
+
+    node: Node
+    ctid: int
+    name: str | None = None
+    groups: tuple[str, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> str:
+        """`node/ctid`, unique in the inventory, e.g. `pve1/200`."""
+        return f"{self.node.name}/{self.ctid}"
+
+    @property
+    def label(self) -> str:
+        """What to show a person: the name if there is one, else the key."""
+        return self.name or self.key
+
+
+@dataclass(frozen=True)
+class Group:
+    """A named set of containers. `members` are container keys, including those
+    that belong through the group's nodes and (recursively) its children."""
+
+    name: str
+    members: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()
+    parents: tuple[str, ...] = ()
+    depth: int = 0
+    vars: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
+class Inventory:
+    """Nodes, containers (file order), groups and the `all` vars of one inventory."""
+
+    def __init__(self, nodes: Mapping[str, Node], containers: Sequence[Container],
+                 groups: Mapping[str, Group] | None = None,
+                 vars: Mapping[str, Any] | None = None, source: str = "<inventory>") -> None:
+        self.nodes: dict[str, Node] = dict(nodes)
+        self.containers: list[Container] = list(containers)
+        self.groups: dict[str, Group] = dict(groups or {})
+        self.vars: dict[str, Any] = dict(vars or {})
+        self.source = source
+        self._by_key = {c.key: c for c in self.containers}
+
+    def __repr__(self) -> str:
+        return (f"Inventory({self.source!r}, {len(self.nodes)} nodes, "
+                f"{len(self.containers)} containers, {len(self.groups)} groups)")
+
+    def get(self, key: str) -> Container | None:
+        """The container with key `node/ctid`, or None."""
+        return self._by_key.get(key)
+
+    def select(self, limit: str | None) -> list[Container]:
+        """Containers matching an Ansible-like pattern, in inventory order.
+
+        `gpu,pve2,!pve2/201` or `gpu:&pve1`. Terms: `all`/`*`, a group, a node,
+        `node/ctid`, a container name, a bare ctid, or a glob of any of these.
+        `!term` removes, `&term` intersects. An unknown term is an error.
+        """
+        if limit is None or not limit.strip():
+            return list(self.containers)
+        hosts = [Host(c.key, c.name, c.ctid, c.node.name) for c in self.containers]
+        members = {name: g.members for name, g in self.groups.items()}
+        chosen = match_limit(limit, hosts, members, self.nodes, self.source)
+        return [c for c in self.containers if c.key in chosen]
+
+    def vars_for(self, container: Container,
+                 extra_vars: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Variables of one container, later sources winning per top-level key:
+        all < groups (parents first, siblings by name) < node < container < extra.
+        Built-ins (`inventory_hostname`, `node_name`, ...) are set last."""
+        merged: dict[str, Any] = dict(self.vars)
+        for name in container.groups:
+            merged.update(self.groups[name].vars)
+        merged.update(container.node.vars)
+        merged.update(container.vars)
+        merged.update(extra_vars or {})
+        merged.update(builtin_vars(container))
+        return merged
+
+
+def builtin_vars(container: Container) -> dict[str, Any]:
+    """Variables every container gets from its place in the inventory."""
+    return {
+        "inventory_hostname": container.key,
+        "node_name": container.node.name,
+        "node_address": container.node.address,
+        "ctid": container.ctid,
+        "ct_name": container.name,
+        "group_names": sorted(container.groups),
+    }
