@@ -17,6 +17,7 @@ from .errors import InputError
 from .targets import build_fleet
 from .transport.base import UNREACHED
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
     name="pctfleet",
     help="Bring GPU containers on Proxmox VE to a declared state: a matched CUDA toolchain, "
@@ -25,7 +26,7 @@ app = typer.Typer(
     "Try it without Proxmox: 'pctfleet lab up'.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings=HELP_OPTIONS,
 )
 
 
@@ -261,7 +262,9 @@ Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More 
 JournalDir = Annotated[
     Path | None,
     typer.Option(
-        "--journal-dir", help="Where run journals go [default: ~/.local/state/pctfleet/runs]."
+        "--journal-dir",
+        help="Where run journals go.",
+        show_default="~/.local/state/pctfleet/runs",
     ),
 ]
 
@@ -388,20 +391,28 @@ def doctor_command(
     ] = False,
     venv: Annotated[
         str | None,
-        typer.Option("--venv", help="Serving venv [default: the 'venv' var, else /opt/sglang]."),
+        typer.Option(
+            "--venv", help="Serving venv.", show_default="the 'venv' var, else /opt/sglang"
+        ),
     ] = None,
     arch: Annotated[
         str | None,
-        typer.Option("--arch", help="Target arch, e.g. sm_120 [default: the GPU's, else sm_120]."),
+        typer.Option(
+            "--arch", help="Target arch, e.g. sm_120.", show_default="the GPU's, else sm_120"
+        ),
     ] = None,
     cuda_toolkit: Annotated[
         str | None,
-        typer.Option("--cuda-toolkit", help="Expected cuda-toolkit [default: what torch pins]."),
+        typer.Option(
+            "--cuda-toolkit", help="Expected cuda-toolkit.", show_default="what torch pins"
+        ),
     ] = None,
     env_file: Annotated[
         str | None,
         typer.Option(
-            "--env-file", help="The server's environment file [default: the 'server_env_file' var]."
+            "--env-file",
+            help="The server's environment file.",
+            show_default="the 'server_env_file' var",
         ),
     ] = None,
     no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the compile probe.")] = False,
@@ -638,7 +649,9 @@ def rollout_command(
     gate_checks: Annotated[
         str | None,
         typer.Option(
-            "--gate-checks", help="pytest -k expression selecting the gate's checks [default: all]."
+            "--gate-checks",
+            help="pytest -k expression selecting the gate's checks.",
+            show_default="all",
         ),
     ] = None,
     gate_tests: Annotated[
@@ -748,4 +761,13 @@ def main() -> None:
 
 def provision_main() -> None:
     """`provision`: the default playbook against one container (see `provision --help`)."""
-    sys.exit(_invoke(app, ["provision", *sys.argv[1:]], prog="provision"))
+    sys.exit(_invoke(provision_app(), prog="provision"))
+
+
+def provision_app() -> typer.Typer:
+    """The provision command as a program of its own. Reached through `app` its
+    usage line would read `provision provision` (program name, then command)."""
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                         context_settings=HELP_OPTIONS)
+    single.command("provision")(provision_command)
+    return single

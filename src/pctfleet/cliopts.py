@@ -50,8 +50,8 @@ User = Annotated[
     typer.Option(
         "--user",
         "-u",
-        help="SSH user on the nodes [default: root, or ~/.ssh/config]. "
-        "A non-root user runs 'sudo -n pct'.",
+        help="SSH user on the nodes. A non-root user runs 'sudo -n pct'.",
+        show_default="root, or ~/.ssh/config",
         rich_help_panel=CONN,
     ),
 ]
@@ -61,7 +61,8 @@ Port = Annotated[
         "--port",
         min=1,
         max=65535,
-        help="SSH port [default: 22, or ~/.ssh/config].",
+        help="SSH port.",
+        show_default="22, or ~/.ssh/config",
         rich_help_panel=CONN,
     ),
 ]
@@ -77,8 +78,8 @@ KnownHosts = Annotated[
     str | None,
     typer.Option(
         "--known-hosts",
-        help="known_hosts file to check node keys against "
-        "[default: /etc/ssh/ssh_known_hosts and ~/.ssh/known_hosts].",
+        help="known_hosts file to check node keys against.",
+        show_default="/etc/ssh/ssh_known_hosts and ~/.ssh/known_hosts",
         rich_help_panel=CONN,
     ),
 ]

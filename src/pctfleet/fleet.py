@@ -18,7 +18,7 @@ from .modules import REGISTRY, known_args
 from .playbook import load_playbook, select_tasks
 from .results import ContainerRun, TaskResult
 from .targets import build_fleet
-from .templating import condition, redact, render
+from .templating import condition, names_reached, redact, render
 from .transport.options import ConnectOptions
 
 
@@ -64,24 +64,35 @@ def preflight(
     for container in containers:
         variables = {**later, **container_vars(inventory, container, play, extra)}
         for task in tasks:
-            where = f"{task.loc}: task '{task.name}'"
-            try:
-                if task.when and not condition(task.when, variables, where=where):
-                    continue  # skipped here: its arguments may rely on what is not defined
-                args = render(dict(task.args), variables, where=where)
-                args["_base"], args["_vars"] = base_dir, variables
-                if not any(_mentions(task, name) for name in later):
-                    REGISTRY[task.module].validate(args, where)
-            except InputError as exc:
-                if any(_mentions(task, name) for name in later):
-                    continue  # depends on a result not known yet: checked when reached
-                exc.message = redact(exc.message, variables)  # a secret quoted back stays hidden
-                exc.args = (exc.message,)
-                raise
+            _preflight_task(task, variables, later.keys(), base_dir)
 
 
-def _mentions(task: Any, name: str) -> bool:
-    return name in repr(task.args) or name in repr(task.when)
+def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> None:
+    where = f"{task.loc}: task '{task.name}'"
+    # A task reading a result not known yet is checked when reached instead.
+    waits = _reads_any(task, variables, later)
+    try:
+        if task.when and not condition(task.when, variables, where=where):
+            return  # skipped here: its arguments may rely on what is not defined
+        args = render(dict(task.args), variables, where=where)
+        args["_base"], args["_vars"] = base_dir, variables
+        if not waits:
+            REGISTRY[task.module].validate(args, where)
+    except InputError as exc:
+        if waits:
+            return
+        exc.message = redact(exc.message, variables)  # a secret quoted back stays hidden
+        exc.args = (exc.message,)
+        raise
+
+
+def _reads_any(task: Any, variables: dict, names: Any) -> bool:
+    """Whether the task's templates (args or `when`) read one of `names`,
+    directly or through variables built from them. Decided from the parsed
+    templates: a name merely appearing in a path is no reference."""
+    reached = names_reached(dict(task.args), variables)
+    reached |= names_reached(task.when, variables, expression=True)
+    return not reached.isdisjoint(names)
 
 
 @dataclass

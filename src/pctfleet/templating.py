@@ -26,7 +26,7 @@ from typing import Any
 
 import jinja2
 import yaml
-from jinja2 import StrictUndefined, Undefined, nodes
+from jinja2 import StrictUndefined, Undefined, meta, nodes
 
 from pctfleet.errors import TemplateError
 
@@ -330,6 +330,53 @@ def syntax_problem(text: str, *, expression: bool = False) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8192)
+def _names_in(text: str, expression: bool) -> frozenset[str]:
+    if expression:
+        inner = _single_expression(text)
+        text = "{{ " + (inner if inner is not None else text) + " }}"
+    elif not _is_template(text):
+        return frozenset()
+    try:
+        return frozenset(meta.find_undeclared_variables(_ENV.parse(text)))
+    except (jinja2.TemplateSyntaxError, RecursionError):
+        return frozenset()  # rendering reports the syntax error itself
+
+
+def referenced_names(value: Any, *, expression: bool = False) -> set[str]:
+    """Names of the variables the templates in `value` read (dicts and lists
+    walked; with `expression`, each string is a bare expression as in `when`).
+    Names a template defines itself (`{% set %}`, loop variables) are not counted.
+
+    >>> sorted(referenced_names({"a": "{{ out.stdout }}/x", "b": ["{{ n | int }}"]}))
+    ['n', 'out']
+    """
+    if isinstance(value, Secret | Unsafe):
+        return set()
+    if isinstance(value, str):
+        return set(_names_in(value, expression))
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if not isinstance(value, list | tuple):
+        return set()
+    return {name for item in value for name in referenced_names(item, expression=expression)}
+
+
+def names_reached(value: Any, variables: Mapping[str, Any], *,
+                  expression: bool = False) -> set[str]:
+    """`referenced_names`, plus what the variables it reads read in turn
+    (`p: "{{ out.stdout }}/x"` makes `{{ p }}` reach `out`)."""
+    todo = list(referenced_names(value, expression=expression))
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            if name in variables:
+                todo.extend(referenced_names(variables[name]))
+    return seen
+
+
 def _describe(err: Exception) -> str:
     """One line saying what went wrong, naming the variable where possible."""
     if isinstance(err, _Failure):
@@ -528,5 +575,6 @@ def redact(text: str, variables: Mapping[str, Any]) -> str:
 
 
 __all__ = ["REDACTED", "LazyVars", "Secret", "Unsafe", "condition", "evaluate",
-           "find_template", "redact", "render", "render_template_file", "secret_values",
-           "syntax_problem", "template_search_path", "to_bool", "unsafe"]
+           "find_template", "names_reached", "redact", "referenced_names", "render",
+           "render_template_file", "secret_values", "syntax_problem", "template_search_path",
+           "to_bool", "unsafe"]

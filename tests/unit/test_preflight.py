@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import textwrap
 
 import pytest
 
+from pctfleet import cli, exitcodes
 from pctfleet.errors import InputError
 from pctfleet.fleet import preflight
 from pctfleet.inventory import inventory_from_text
 from pctfleet.modules import known_args
 from pctfleet.playbook import load_playbook
+from pctfleet.transport import ssh
+from pctfleet.transport.base import NodeUnreachable
 
 INVENTORY = "nodes:\n  pve1:\n    address: 10.1.2.6\n    containers:\n      200: {}\n"
 
@@ -56,3 +61,78 @@ def test_a_registered_result_is_checked_when_reached(tmp_path):
           copy: {content: "{{ out.stdout }}", dest: /opt/x}
         """,
     )
+
+
+def test_a_registered_name_inside_a_path_is_no_reference(tmp_path):
+    # "out" is registered and "/tmp/output" contains it: the bad mode is still caught.
+    with pytest.raises(InputError, match=r"book.yml:\d+.*'bad'"):
+        check(
+            tmp_path,
+            """\
+            - name: read
+              command: cat /etc/hostname
+              register: out
+            - name: a folder
+              file: {path: /tmp/output, mode: 'bad'}
+            """,
+        )
+
+
+def test_a_condition_naming_a_registered_result_waits_for_it(tmp_path):
+    check(
+        tmp_path,
+        """\
+        - name: read
+          command: cat /etc/hostname
+          register: out
+        - name: only when it worked
+          file: {path: "/tmp/{{ name }}", mode: "{{ out.stdout }}"}
+          when: out.rc == 0
+        """,
+    )
+
+
+def test_a_variable_built_from_a_registered_result_waits_for_it(tmp_path):
+    book = tmp_path / "book.yml"
+    book.write_text(textwrap.dedent("""\
+        - hosts: all
+          vars:
+            wanted: "{{ out.stdout }}"
+          tasks:
+            - name: read
+              command: cat /etc/hostname
+              register: out
+            - name: a folder
+              file: {path: /srv/x, mode: "{{ wanted }}"}
+        """))
+    play = load_playbook(book, known_args()).plays[0]
+    inventory = inventory_from_text(INVENTORY)
+    preflight(play, play.tasks, inventory.containers, inventory, {}, str(tmp_path))
+
+
+def test_the_run_command_rejects_it_before_connecting(tmp_path, monkeypatch):
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text(INVENTORY.replace("10.1.2.6", "127.0.13.99"))
+    book = tmp_path / "book.yml"
+    book.write_text(textwrap.dedent("""\
+        - hosts: all
+          tasks:
+            - name: read
+              command: cat /etc/hostname
+              register: out
+            - name: a folder
+              file: {path: /tmp/output, mode: 'bad'}
+        """))
+    connects = []
+
+    def refuse(self):  # noqa: ANN001
+        connects.append(self.node)
+        raise NodeUnreachable(self.node, "connection refused (test)")
+
+    monkeypatch.setattr(ssh.NodeConnection, "_connect", refuse)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli._invoke(cli.app, ["run", str(book), "-i", str(inventory)])
+    assert code == exitcodes.PARSE_ERROR, err.getvalue()
+    assert f"{book}:6:" in err.getvalue() and "'bad'" in err.getvalue()
+    assert not connects

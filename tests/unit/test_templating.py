@@ -12,9 +12,12 @@ from pctfleet.errors import TemplateError
 from pctfleet.templating import (
     REDACTED,
     Secret,
+    Unsafe,
     condition,
     evaluate,
+    names_reached,
     redact,
+    referenced_names,
     render,
     render_template_file,
     syntax_problem,
@@ -162,6 +165,21 @@ def test_placeholders_for_later_results_fail_only_when_used():
     assert render("{{ n }}", later, where=WHERE) == 3
     with pytest.raises(TemplateError, match="undefined variable 'out'"):
         render("{{ out.stdout }}", later, where=WHERE)
+
+
+def test_referenced_names_come_from_the_parsed_templates():
+    args = {"path": "/tmp/output", "mode": "{{ m | default('0644') }}",
+            "lines": ["{% for x in out.lines %}{{ x }}{% endfor %}", Unsafe("{{ raw }}")]}
+    assert referenced_names(args) == {"m", "out"}
+    assert referenced_names(["out.rc == 0 and n > 1"], expression=True) == {"out", "n"}
+    assert referenced_names("{{ out.stdout }}", expression=True) == {"out"}
+    assert referenced_names("{{ broken") == set()
+
+
+def test_names_reached_follow_variables_built_from_others():
+    variables = {"p": "{{ q }}/x", "q": "{{ out.stdout }}", "loop": "{{ loop }}"}
+    assert names_reached("{{ p }}", variables) == {"p", "q", "out"}
+    assert names_reached("{{ loop }}", variables) == {"loop"}
 
 
 def test_syntax_problem():

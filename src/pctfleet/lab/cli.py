@@ -32,9 +32,8 @@ AddressBase = Annotated[
     str | None,
     typer.Option(
         "--address-base",
-        help="Nodes get <base>.1, <base>.2, ... in 127/8 "
-        "[default: the existing lab's, else 127.0.10]",
-        show_default=False,
+        help="Nodes get <base>.1, <base>.2, ... in 127/8.",
+        show_default="the existing lab's, else 127.0.10",
     ),
 ]
 
@@ -60,7 +59,9 @@ def up(
     port: Annotated[
         int | None,
         typer.Option(
-            "--port", help="sshd port of every node [default: the existing lab's, else 22]"
+            "--port",
+            help="sshd port of every node.",
+            show_default="the existing lab's, else 22",
         ),
     ] = None,
 ) -> None:

@@ -23,8 +23,10 @@ from .system import cmdline, tool
 CACHE_DIR = Path("/var/cache/pctfleet/rootfs")
 SUITE = "bookworm"
 INCLUDE = "python3,python3-venv,procps,ca-certificates"
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
+APT_DIR = Path("/etc/apt")
 BUILD_TIMEOUT_S = 1800
+# `deb [arch=amd64 signed-by=...] URL suite component...`
+_DEB_LINE = re.compile(r"^\s*deb\s+(?:\[[^\]]*\]\s+)?([a-z][a-z0-9+]*://\S+)\s+\S+")
 
 Say = Callable[[str], None]
 
@@ -38,26 +40,51 @@ def is_complete(root: Path) -> bool:
     return (root / "usr/bin/python3").exists() and (root / "etc/debian_version").exists()
 
 
-def read_mirror(
-    sources_dir: Path = Path("/etc/apt/sources.list.d"),
-    sources_list: Path = Path("/etc/apt/sources.list"),
-) -> str:
+def _deb822_urls(text: str) -> list[str]:
+    """`URIs:` of the stanzas that are enabled and fetch binary packages (`Types: deb`)."""
+    urls: list[str] = []
+    for stanza in re.split(r"\n\s*\n", text):
+        fields = dict(re.findall(r"^([\w-]+):[ \t]*(.*)$", stanza, re.M))
+        fields = {k.lower(): v.strip() for k, v in fields.items()}
+        if "deb" in fields.get("types", "").split() and fields.get("enabled", "yes") != "no":
+            urls += fields.get("uris", "").split()
+    return urls
+
+
+def _one_line_urls(text: str) -> list[str]:
+    """The URL of each `deb [options] URL suite ...` line (not deb-src, not comments)."""
+    found = (_DEB_LINE.match(line.split("#", 1)[0]) for line in text.splitlines())
+    return [m.group(1) for m in found if m]
+
+
+def apt_source_urls(apt_dir: Path = APT_DIR) -> list[str]:
+    """Every package URL apt on this machine fetches from, in the order apt reads
+    its files: sources.list, then sources.list.d/*.list and *.sources by name."""
+    parts = sorted(p for p in (apt_dir / "sources.list.d").glob("*")
+                   if p.suffix in (".list", ".sources"))
+    files = [apt_dir / "sources.list", *parts]
+    urls: list[str] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            raise LabError(f"cannot read apt sources {path}: {err.strerror}") from None
+        urls += _deb822_urls(text) if path.suffix == ".sources" else _one_line_urls(text)
+    return urls
+
+
+def read_mirror(apt_dir: Path = APT_DIR) -> str:
     """The Debian mirror apt on this machine already uses (not the security one)."""
-    candidates: list[str] = []
-    for path in sorted(sources_dir.glob("*.sources")) if sources_dir.is_dir() else []:
-        for m in re.finditer(r"^URIs:\s*(\S+)", path.read_text(encoding="utf-8"), re.M):
-            candidates.append(m.group(1))
-    if sources_list.is_file():
-        for line in sources_list.read_text(encoding="utf-8").splitlines():
-            parts = line.split()
-            if len(parts) >= 3 and parts[0] == "deb":
-                url = next((p for p in parts[1:] if re.match(r"[a-z]+://", p)), None)
-                if url:
-                    candidates.append(url)
-    for url in candidates:
+    for url in apt_source_urls(apt_dir):
         if "security" not in url:
             return url.rstrip("/")
-    return DEFAULT_MIRROR
+    raise LabError(
+        f"no package mirror in apt's sources to build the rootfs from: add a line "
+        f"'deb URL {SUITE} main' to {apt_dir / 'sources.list'} (or a stanza with "
+        f"'Types: deb' and 'URIs: URL' to a {apt_dir / 'sources.list.d'}/*.sources file)"
+    )
 
 
 def foreign_build_pid(tmp: Path) -> int | None:
