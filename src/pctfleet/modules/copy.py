@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, Push, mode_string, q
+from .base import Fact, LegacyModule, Plan, Push, mode_string, q
 from .file import attribute_fixes, stat_probe
 
 DIFF_LIMIT = 64 * 1024
@@ -29,7 +29,7 @@ def _content_probe(dest: str, want_diff: bool) -> str:
     return "\n".join(lines)
 
 
-class Copy(Module):
+class Copy(LegacyModule):
     """Write `content` (or a local `src` file) to `dest` in the container."""
 
     name = "copy"

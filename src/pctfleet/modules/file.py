@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, as_bool, mode_string, q
+from .base import Fact, LegacyModule, Plan, as_bool, mode_string, q
 
 STATES = {"file", "directory", "absent", "link", "touch"}
 
@@ -38,7 +38,7 @@ def attribute_fixes(path: str, facts: dict[str, str], args: dict[str, Any]) -> t
     return lines, {"before": before, "after": after}
 
 
-class File(Module):
+class File(LegacyModule):
     name = "file"
     args = {"path", "dest", "name", "state", "src", "mode", "owner", "group", "force", "follow"}
 

@@ -184,6 +184,7 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
     """
     from ..fleet import container_vars
     from ..modules import REGISTRY
+    from ..modules.args import Context
     from ..playbook import select_tasks
     from ..templating import condition, render
 
@@ -202,9 +203,8 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
             try:
                 if task.when and not condition(task.when, variables, where=task.loc):
                     continue
-                args = render(dict(task.args), variables, where=task.loc)
-                args["_base"], args["_vars"] = options.base_dir, variables
-                module.validate(args, task.loc)
+                raw = render(dict(task.args), variables, where=task.loc)
+                args = module.prepare(raw, Context(options.base_dir, variables), task.loc)
             except Exception:  # noqa: BLE001 - needs a registered result: no probe to answer
                 continue
             snippet = module.probe(args, options.diff)
