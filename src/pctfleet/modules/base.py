@@ -75,6 +75,21 @@ class FactReader(Generic[T]):
     def parse(self, reading: Fact) -> T:
         raise NotImplementedError
 
+    def converged(self, args: Any, world: World) -> dict[str, str]:
+        """The fields this fact reads where the task is already done.
+
+        The simulated fleet answers probes with it, and the module harness
+        checks that `plan` changes nothing on it (every module is idempotent).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no converged state")
+
+
+@dataclass
+class World:
+    """What earlier tasks of a play left in a container, for `FactReader.converged`."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+
 
 # Every module registers itself here when its class is defined (see Module.__init_subclass__).
 REGISTRY: dict[str, Module] = {}
