@@ -19,6 +19,7 @@ from . import probe
 from .errors import InputError
 from .journal import new_run_id
 from .modules import REGISTRY
+from .modules.args import Context
 from .modules.base import Fact, Plan, q
 from .results import ContainerRun, TaskResult
 from .runlock import LockTimeout, RunLock, busy, holder
@@ -172,20 +173,14 @@ class ContainerEngine:
             scope[task.register] = registered
         return condition(task.until, scope, where=where)
 
-    def _args(self, task: Any, where: str) -> dict[str, Any]:
-        args = render(dict(task.args), self.vars, where=where)
-        args["_base"], args["_vars"] = self.options.base_dir, self.vars
-        if task.module == "debug" and "var" in args:
-            args["_value"] = render("{{ " + str(args["var"]) + " }}", self.vars, where=where)
-        REGISTRY[task.module].validate(args, where)
-        return args
+    def _args(self, task: Any, where: str) -> Any:
+        raw = render(dict(task.args), self.vars, where=where)
+        return REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, self.vars), where)
 
     def _plan(self, module: Any, task: Any, args: dict, remaining: list) -> Plan:
-        if module.controller:
-            return module.plan(args, None, self.options.check)
-        snippet = module.probe(args, self.options.diff)
+        snippet = None if module.controller else module.probe(args, self.options.diff)
         fact = self._fact_for(task, snippet, remaining) if snippet else None
-        return module.plan(args, fact, self.options.check)
+        return module.decide(args, fact, self.options.check)
 
     # -- facts ------------------------------------------------------------
 
@@ -291,8 +286,7 @@ class ContainerEngine:
     ) -> TaskResult:
         if task.register:
             self.vars[task.register] = registered
-        if task.module == "set_fact":
-            self.vars.update(registered.get("ansible_facts", {}))
+        REGISTRY[task.module].after(registered, self.vars)
         if status == "changed":
             self.notified.extend(n for n in task.notify if n not in self.notified)
         msg = registered.get("msg") or plan.msg or ""

@@ -15,6 +15,7 @@ from .engine import ContainerEngine, RunOptions
 from .errors import InputError
 from .journal import Journal
 from .modules import REGISTRY, known_args
+from .modules.args import Context
 from .playbook import load_playbook, select_tasks
 from .results import ContainerRun, TaskResult
 from .targets import build_fleet
@@ -74,10 +75,9 @@ def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> No
     try:
         if task.when and not condition(task.when, variables, where=where):
             return  # skipped here: its arguments may rely on what is not defined
-        args = render(dict(task.args), variables, where=where)
-        args["_base"], args["_vars"] = base_dir, variables
+        raw = render(dict(task.args), variables, where=where)
         if not waits:
-            REGISTRY[task.module].validate(args, where)
+            REGISTRY[task.module].prepare(raw, Context(base_dir, variables), where)
     except InputError as exc:
         if waits:
             return

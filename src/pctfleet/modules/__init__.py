@@ -1,41 +1,24 @@
-"""Task modules by name. `known_args()` is what the playbook loader validates against."""
+"""Task modules by name. Each module file registers its classes when imported.
+
+`known_args()` is what the playbook loader validates task arguments against.
+"""
 
 from __future__ import annotations
 
-from .base import Module
-from .cccl import CcclOverlay
-from .command import Command, Shell
-from .controller import Debug, Fail, SetFact
-from .copy import Copy, Template
-from .cudalinks import CudaLinks
-from .file import File
-from .jitcache import FlashinferCache
-from .pip import Pip
-from .server import Server, ServerStop
-from .toolchain import CompileProbe, CudaToolchain
+import importlib
+import pkgutil
 
-REGISTRY: dict[str, Module] = {
-    module.name: module
-    for module in (
-        Command(),
-        Shell(),
-        File(),
-        Copy(),
-        Template(),
-        Pip(),
-        Server(),
-        ServerStop(),
-        Debug(),
-        SetFact(),
-        Fail(),
-        CudaToolchain(),
-        CompileProbe(),
-        CcclOverlay(),
-        CudaLinks(),
-        FlashinferCache(),
-    )
-}
+from .base import REGISTRY, Module
+
+_HELPERS = {"base", "args", "cudashell"}
+
+for _info in pkgutil.iter_modules(__path__):
+    if _info.name not in _HELPERS:
+        importlib.import_module(f"{__name__}.{_info.name}")
 
 
 def known_args() -> dict[str, set[str] | None]:
-    return {name: module.args for name, module in REGISTRY.items()}
+    return {name: module.known_args() for name, module in REGISTRY.items()}
+
+
+__all__ = ["REGISTRY", "Module", "known_args"]

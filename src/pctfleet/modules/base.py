@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..errors import PlaybookError, brief
+from .args import Args, Context
+
+T = TypeVar("T")
 
 
 def q(value: object) -> str:
@@ -59,32 +62,110 @@ class Fact:
         return {key: value for key, value in pairs}
 
 
+class FactReader(Generic[T]):
+    """One fact: the shell snippet that reads it in the container and its parser.
+
+    `command(args, want_diff)` is the snippet (it joins the container's one
+    probe script); `parse(reading)` turns what it printed into a typed value.
+    """
+
+    def command(self, args: Any, want_diff: bool) -> str:
+        raise NotImplementedError
+
+    def parse(self, reading: Fact) -> T:
+        raise NotImplementedError
+
+    def converged(self, args: Any, world: World) -> dict[str, str]:
+        """The fields this fact reads where the task is already done.
+
+        The simulated fleet answers probes with it, and the module harness
+        checks that `plan` changes nothing on it (every module is idempotent).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no converged state")
+
+
+@dataclass
+class World:
+    """What earlier tasks of a play left in a container, for `FactReader.converged`."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+# Every module registers itself here when its class is defined (see Module.__init_subclass__).
+REGISTRY: dict[str, Module] = {}
+
+
 class Module:
-    """Base class: subclasses set `name`, `args` and implement `plan`."""
+    """Base class: a subclass sets `name`, its `Args` and `fact`, and implements `plan`.
+
+    Defining a subclass with a `name` registers it: adding a module is one
+    file in this package plus its fixtures in tests/unit/modules/.
+    """
 
     name: ClassVar[str]
-    args: ClassVar[set[str] | None] = None
-    free_form: ClassVar[bool] = False
+    Args: ClassVar[type[Args]]
+    fact: ClassVar[FactReader | None] = None
     # Runs on the controller only (debug, set_fact): needs no probe and no remote call.
     controller: ClassVar[bool] = False
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        """Reject bad argument values before anything runs anywhere."""
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            REGISTRY[cls.name] = cls()
 
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str | None:
-        """A sh snippet whose output `plan` reads, or None when no facts are needed."""
-        return None
+    def known_args(self) -> set[str] | None:
+        return self.Args.names()
 
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
+    def prepare(self, raw: dict[str, Any], ctx: Context, where: str) -> Any:
+        """The task's typed arguments; a bad value is a PlaybookError before anything runs."""
+        return self.Args.parse(raw, ctx, where)
+
+    def probe(self, args: Any, want_diff: bool) -> str | None:
+        """The sh snippet whose output `plan` reads, or None when no facts are needed."""
+        return self.fact.command(args, want_diff) if self.fact else None
+
+    def decide(self, args: Any, reading: Fact | None, check: bool) -> Plan:
+        """Parse what the probe read, then plan."""
+        state = self.fact.parse(reading) if (self.fact and reading is not None) else None
+        return self.plan(args, state, check)
+
+    def plan(self, args: Any, state: Any, check: bool) -> Plan:
         raise NotImplementedError
 
-    def finish(self, args: dict[str, Any], plan: Plan, rc: int, out: str, err: str) -> dict:
+    def finish(self, args: Any, plan: Plan, rc: int, out: str, err: str) -> dict:
         """The registered result after the change ran. Default: rc/stdout/stderr."""
         result = {"rc": rc, "stdout": out, "stderr": err, "stdout_lines": out.splitlines()}
         if rc != 0:
             result["failed"] = True
             result["msg"] = err.strip().splitlines()[-1] if err.strip() else f"exit {rc}"
         return result
+
+    def after(self, registered: dict[str, Any], variables: dict[str, Any]) -> None:
+        """What a finished task does to the container's variables (set_fact). Default: none."""
+
+
+class LegacyModule(Module):
+    """A module that still takes a dict of arguments (`args` names, `validate` fills it)."""
+
+    args: ClassVar[set[str] | None] = None
+
+    def known_args(self) -> set[str] | None:
+        return self.args
+
+    def prepare(self, raw: dict[str, Any], ctx: Context, where: str) -> Any:
+        args = dict(raw)
+        args["_base"], args["_vars"] = ctx.base_dir, ctx.variables
+        self.validate(args, where)
+        return args
+
+    def validate(self, args: dict[str, Any], where: str) -> None:
+        """Reject bad argument values before anything runs anywhere."""
+
+    def probe(self, args: dict[str, Any], want_diff: bool) -> str | None:
+        return None
+
+    def decide(self, args: Any, reading: Fact | None, check: bool) -> Plan:
+        return self.plan(args, reading, check)
 
 
 def require(args: dict, key: str, where: str, module: str) -> Any:

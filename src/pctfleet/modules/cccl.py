@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, q
+from .base import Fact, LegacyModule, Plan, q
 from .cudashell import preamble
 
 MANIFEST = ".pctfleet-overlay.json"
@@ -49,7 +49,7 @@ PCTFLEET_PY
 """
 
 
-class CcclOverlay(Module):
+class CcclOverlay(LegacyModule):
     name = "cccl_overlay"
     args = {"venv", "cuda_home", "source", "state"}
 

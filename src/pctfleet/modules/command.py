@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, q, words
+from .base import Fact, LegacyModule, Plan, q, words
 
 _COMMON = {"cmd", "argv", "chdir", "creates", "removes", "stdin"}
 # Ansible's free form: `command: make install chdir=/src creates=/usr/bin/x`.
@@ -51,7 +51,7 @@ def _chdir(args: dict[str, Any]) -> str:
     return f"cd {q(args['chdir'])} || exit 1\n" if args.get("chdir") else ""
 
 
-class Command(Module):
+class Command(LegacyModule):
     """Run a program without a shell: `command: ls -la /opt` or `argv: [ls, -la]`."""
 
     name = "command"

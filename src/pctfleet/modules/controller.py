@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Fact, Module, Plan
+from ..templating import render
+from .base import Fact, LegacyModule, Plan
 
 
-class Debug(Module):
+class Debug(LegacyModule):
     """Print a message or a variable: `debug: {msg: "..."}` or `debug: {var: result}`."""
 
     name = "debug"
     args = {"msg", "var"}
     controller = True
+
+    def validate(self, args: dict[str, Any], where: str) -> None:
+        if "var" in args:
+            args["_value"] = render("{{ " + str(args["var"]) + " }}", args["_vars"], where=where)
 
     def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
         if "var" in args:
@@ -20,7 +25,7 @@ class Debug(Module):
         return Plan(False, msg=str(args.get("msg", "Hello world!")))
 
 
-class SetFact(Module):
+class SetFact(LegacyModule):
     """Set variables for the later tasks of this container."""
 
     name = "set_fact"
@@ -31,8 +36,11 @@ class SetFact(Module):
         facts = {k: v for k, v in args.items() if not k.startswith("_")}
         return Plan(False, result={"ansible_facts": facts})
 
+    def after(self, registered: dict[str, Any], variables: dict[str, Any]) -> None:
+        variables.update(registered.get("ansible_facts", {}))
 
-class Fail(Module):
+
+class Fail(LegacyModule):
     """Stop this container's run with a message."""
 
     name = "fail"

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, Push, mode_string, q
-from .file import attribute_fixes, stat_probe
+from .base import Fact, LegacyModule, Plan, Push, mode_string, q
+from .file import attribute_fixes, path_state, stat_probe
 
 DIFF_LIMIT = 64 * 1024
 
@@ -29,7 +29,7 @@ def _content_probe(dest: str, want_diff: bool) -> str:
     return "\n".join(lines)
 
 
-class Copy(Module):
+class Copy(LegacyModule):
     """Write `content` (or a local `src` file) to `dest` in the container."""
 
     name = "copy"
@@ -78,7 +78,9 @@ class Copy(Module):
             mode = args["_mode"] or (facts.get("mode", "").zfill(4) if "mode" in facts else "0644")
             push = Push(dest, content, mode, self._owner(args))
             return Plan(True, pushes=[push], diff=self._diff(dest, facts, content))
-        fixes, attr_diff = attribute_fixes(dest, facts, args)
+        fixes, attr_diff = attribute_fixes(
+            dest, path_state(facts), args["_mode"], args.get("owner"), args.get("group")
+        )
         if not fixes:
             return Plan(False)
         diff = {"path": dest, "before": str(attr_diff["before"]), "after": str(attr_diff["after"])}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Fact, Module, Plan, q
+from .base import Fact, LegacyModule, Plan, q
 from .cudashell import preamble
 
 PROBE = r"""
@@ -38,7 +38,7 @@ FALLBACK_NOTE = (
 )
 
 
-class CudaLinks(Module):
+class CudaLinks(LegacyModule):
     name = "cuda_links"
     args = {"venv", "cuda_home", "fallback_stub"}
 

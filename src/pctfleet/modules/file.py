@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from ..errors import PlaybookError
-from .base import Fact, Module, Plan, as_bool, mode_string, q
+from .args import Args, Context, arg, flag, text
+from .base import Fact, FactReader, Module, Plan, World, mode_string, q
 
+ROOT = {"owner": "root", "group": "root"}
 STATES = {"file", "directory", "absent", "link", "touch"}
 
 STAT_SNIPPET = """p={path}
@@ -23,60 +25,108 @@ def stat_probe(path: str) -> str:
     return STAT_SNIPPET.format(path=q(path))
 
 
-def attribute_fixes(path: str, facts: dict[str, str], args: dict[str, Any]) -> tuple[list, dict]:
+@dataclass(frozen=True)
+class PathState:
+    """What is at a path: its type, link target and attributes ('' where absent)."""
+
+    type: str = "absent"  # absent | file | directory | link
+    target: str = ""
+    mode: str = ""
+    owner: str = ""
+    group: str = ""
+
+
+class PathStat(FactReader[PathState]):
+    """`stat` of one path, without following a link."""
+
+    def command(self, args: Any, want_diff: bool) -> str:
+        return stat_probe(args.path)
+
+    def parse(self, reading: Fact) -> PathState:
+        return path_state(reading.fields())
+
+    def converged(self, args: FileArgs, world: World) -> dict[str, str]:
+        if args.state == "absent":
+            return {"type": "absent"}
+        if args.state == "link":
+            return {"type": "link", "target": str(args.src), "mode": "777", **ROOT}
+        kind = "directory" if args.state == "directory" else "file"
+        default = "755" if kind == "directory" else "644"
+        owner = {"owner": args.owner or "root", "group": args.group or "root"}
+        return {"type": kind, "mode": (args.mode or default).lstrip("0"), **owner}
+
+
+def path_state(fields: dict[str, str]) -> PathState:
+    mode = fields.get("mode", "")
+    return PathState(
+        type=fields.get("type", "absent"),
+        target=fields.get("target", ""),
+        mode=mode.zfill(4) if mode else "",
+        owner=fields.get("owner", ""),
+        group=fields.get("group", ""),
+    )
+
+
+def attribute_fixes(
+    path: str, state: PathState, mode: str | None, owner: str | None, group: str | None
+) -> tuple[list, dict]:
     """Shell lines that bring mode/owner/group to the wanted values, and the diff of them."""
     lines, before, after = [], {}, {}
-    mode = args.get("_mode")
-    if mode and facts.get("mode", "").zfill(4) != mode:
+    if mode and state.mode != mode:
         lines.append(f"chmod {mode} -- {q(path)}")
-        before["mode"], after["mode"] = facts.get("mode", "").zfill(4), mode
-    for key, tool in (("owner", "chown"), ("group", "chgrp")):
-        wanted = args.get(key)
-        if wanted and facts.get(key) != str(wanted):
+        before["mode"], after["mode"] = state.mode, mode
+    for key, tool, wanted in (("owner", "chown", owner), ("group", "chgrp", group)):
+        have = getattr(state, key)
+        if wanted and have != str(wanted):
             lines.append(f"{tool} -- {q(wanted)} {q(path)}")
-            before[key], after[key] = facts.get(key, ""), str(wanted)
+            before[key], after[key] = have, str(wanted)
     return lines, {"before": before, "after": after}
+
+
+@dataclass(frozen=True)
+class FileArgs(Args):
+    module: ClassVar[str] = "file"
+    path: str = arg(required=True, aliases=("dest", "name"), convert=text)
+    state: str = arg("file", choices=STATES)
+    src: str | None = arg(None, convert=text)
+    mode: str | None = arg(None, convert=mode_string)
+    owner: str | None = arg(None, convert=text)
+    group: str | None = arg(None, convert=text)
+    force: bool = arg(False, convert=flag)
+    follow: bool = arg(True, convert=flag)
+
+    def check(self, ctx: Context, where: str) -> None:
+        if self.state == "link" and not self.src:
+            raise self.fail("state=link needs 'src'", where)
 
 
 class File(Module):
     name = "file"
-    args = {"path", "dest", "name", "state", "src", "mode", "owner", "group", "force", "follow"}
+    Args = FileArgs
+    fact = PathStat()
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        args["path"] = args.get("path") or args.get("dest") or args.get("name")
-        if not args["path"]:
-            raise PlaybookError("module 'file' needs 'path'", where=where)
-        state = args.setdefault("state", "file")
-        if state not in STATES:
-            raise PlaybookError(
-                f"file: 'state' must be one of {sorted(STATES)}, got {state!r}", where=where
-            )
-        if state == "link" and not args.get("src"):
-            raise PlaybookError("file: state=link needs 'src'", where=where)
-        args["_mode"] = mode_string(args.get("mode"), where)
-
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        return stat_probe(args["path"])
-
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        facts = fact.fields() if fact else {}
-        state, path, current = args["state"], str(args["path"]), facts.get("type", "absent")
-        if state == "absent":
+    def plan(self, args: FileArgs, state: PathState | None, check: bool) -> Plan:
+        state = state or PathState()
+        path, current = args.path, state.type
+        if args.state == "absent":
             if current == "absent":
                 return Plan(False)
             return self._change(f"rm -rf -- {q(path)}", current, "absent", path)
-        if state == "file" and current == "absent":
+        if args.state == "file" and current == "absent":
             return Plan(False, failed=True, msg=f"file {path} does not exist (state=touch creates)")
-        return getattr(self, f"_{state}")(args, path, current, facts)
+        return getattr(self, f"_{args.state}")(args, path, state)
 
     def _change(self, script: str, before: str, after: str, path: str, msg: str = "") -> Plan:
         diff = {"path": path, "before": f"state={before}\n", "after": f"state={after}\n"}
         return Plan(True, script=f"set -e\n{script}\n", diff=diff, msg=msg)
 
     def _with_attributes(
-        self, first: list[str], path: str, facts: dict, args: dict, before: str, after: str
+        self, first: list[str], path: str, state: PathState, args: FileArgs, after: str
     ) -> Plan:
-        fixes, attr_diff = attribute_fixes(path, facts, args)
+        before = state.type
+        if first:  # a new path: its attributes are all to be set
+            state = PathState(type=state.type)
+        fixes, attr_diff = attribute_fixes(path, state, args.mode, args.owner, args.group)
         lines = first + fixes
         if not lines:
             return Plan(False)
@@ -85,28 +135,26 @@ class File(Module):
         plan.diff["after"] += "".join(f"{k}={v}\n" for k, v in attr_diff["after"].items())
         return plan
 
-    def _directory(self, args, path, current, facts) -> Plan:  # noqa: ANN001
-        if current not in {"absent", "directory"}:
+    def _directory(self, args: FileArgs, path: str, state: PathState) -> Plan:
+        if state.type not in {"absent", "directory"}:
             return Plan(
-                False, failed=True, msg=f"{path} exists and is a {current}, not a directory"
+                False, failed=True, msg=f"{path} exists and is a {state.type}, not a directory"
             )
-        first = [f"mkdir -p -- {q(path)}"] if current == "absent" else []
-        return self._with_attributes(
-            first, path, {} if first else facts, args, current, "directory"
-        )
+        first = [f"mkdir -p -- {q(path)}"] if state.type == "absent" else []
+        return self._with_attributes(first, path, state, args, "directory")
 
-    def _file(self, args, path, current, facts) -> Plan:  # noqa: ANN001
-        return self._with_attributes([], path, facts, args, current, "file")
+    def _file(self, args: FileArgs, path: str, state: PathState) -> Plan:
+        return self._with_attributes([], path, state, args, "file")
 
-    def _touch(self, args, path, current, facts) -> Plan:  # noqa: ANN001
-        first = [f": >> {q(path)}"] if current == "absent" else []
-        return self._with_attributes(first, path, {} if first else facts, args, current, "file")
+    def _touch(self, args: FileArgs, path: str, state: PathState) -> Plan:
+        first = [f": >> {q(path)}"] if state.type == "absent" else []
+        return self._with_attributes(first, path, state, args, "file")
 
-    def _link(self, args, path, current, facts) -> Plan:  # noqa: ANN001
-        src = str(args["src"])
-        if current == "link" and facts.get("target") == src:
+    def _link(self, args: FileArgs, path: str, state: PathState) -> Plan:
+        src, current = str(args.src), state.type
+        if current == "link" and state.target == src:
             return Plan(False)
-        if current not in {"absent", "link"} and not as_bool(args.get("force")):
+        if current not in {"absent", "link"} and not args.force:
             return Plan(
                 False,
                 failed=True,
@@ -118,5 +166,5 @@ class File(Module):
         if current not in {"absent", "link"}:
             lines.append(f"rm -rf -- {q(path)}")
         lines.append(f"mv -Tf -- {q(tmp)} {q(path)}")
-        before = f"link -> {facts.get('target')}" if current == "link" else current
+        before = f"link -> {state.target}" if current == "link" else current
         return self._change("\n".join(lines), before, f"link -> {src}", path)

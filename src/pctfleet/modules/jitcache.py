@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Fact, Module, Plan, number, q
+from .base import Fact, LegacyModule, Plan, number, q
 from .cudashell import preamble
 from .server import STOP_FUNCTION
 
@@ -27,7 +27,7 @@ def cache_dirs(args: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(dirs))
 
 
-class FlashinferCache(Module):
+class FlashinferCache(LegacyModule):
     name = "flashinfer_cache"
     args = {"venv", "cuda_home", "home", "workspace_base", "server_pidfile", "stop_grace"}
 

@@ -8,7 +8,7 @@ import shlex
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, q, words
+from .base import Fact, LegacyModule, Plan, q, words
 
 REQUIREMENT = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*(?P<spec>[<>=!~].*)?$"
@@ -76,7 +76,7 @@ def parse_requirement(text: str, where: str) -> tuple[str, str]:
     return normalize(match.group("name")), spec
 
 
-class Pip(Module):
+class Pip(LegacyModule):
     name = "pip"
     args = {
         "name",

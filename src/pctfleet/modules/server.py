@@ -14,7 +14,7 @@ import shlex
 from typing import Any
 
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, number, q, words
+from .base import Fact, LegacyModule, Plan, number, q, words
 
 STOP_FUNCTION = r"""
 pctfleet_stop() {  # pidfile grace expect
@@ -86,7 +86,7 @@ def _defaults(args: dict[str, Any]) -> None:
     args.setdefault("ready_status", 200)
 
 
-class Server(Module):
+class Server(LegacyModule):
     """Run a server detached (setsid, env, PID file, log) and wait until it is ready.
 
     Ready means every given check holds: `ready_url` answers `ready_status`,
@@ -290,7 +290,7 @@ done
         return result
 
 
-class ServerStop(Module):
+class ServerStop(LegacyModule):
     """Stop whatever a PID file names: TERM to its process group, a grace period, then KILL.
 
     `expect` (optional) is a piece of the command line the process must have,

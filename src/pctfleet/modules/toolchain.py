@@ -14,7 +14,7 @@ from typing import Any
 from ..cuda.facts import parse_toolchain, toolchain_snippet
 from ..cuda.rules import check, expected_components
 from ..errors import PlaybookError
-from .base import Fact, Module, Plan, q
+from .base import Fact, LegacyModule, Plan, q
 from .cudashell import preamble
 
 EXTRAS = "nvcc,nvvm,crt,cudart,cccl"
@@ -62,7 +62,7 @@ def facts_snippet(args: dict[str, Any]) -> str:
     )
 
 
-class CudaToolchain(Module):
+class CudaToolchain(LegacyModule):
     name = "cuda_toolchain"
     args = {
         "venv",
@@ -184,7 +184,7 @@ def _same_minor(version: str | None, other: str | None) -> bool:
     return version.split(".")[:2] == other.split(".")[:2]
 
 
-class CompileProbe(Module):
+class CompileProbe(LegacyModule):
     """Compile and link a CCCL+CUB kernel the way flashinfer's JIT does (no GPU needed).
 
     A passing probe leaves a stamp with the toolchain id and arch, so a

@@ -174,6 +174,8 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
     """
     from ..fleet import container_vars
     from ..modules import REGISTRY
+    from ..modules.args import Context
+    from ..modules.base import World
     from ..playbook import select_tasks
     from ..templating import condition, render
 
@@ -184,6 +186,7 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
             continue
         variables = container_vars(prepared.request.inventory, container, play, options.extra_vars)
         state = _Container()
+        world = World(state.files)
         tasks = select_tasks(play.tasks, options.tags, options.skip_tags) + list(play.handlers)
         for task in tasks:
             module = REGISTRY[task.module]
@@ -192,13 +195,15 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
             try:
                 if task.when and not condition(task.when, variables, where=task.loc):
                     continue
-                args = render(dict(task.args), variables, where=task.loc)
-                args["_base"], args["_vars"] = options.base_dir, variables
-                module.validate(args, task.loc)
+                raw = render(dict(task.args), variables, where=task.loc)
+                args = module.prepare(raw, Context(options.base_dir, variables), task.loc)
             except Exception:  # noqa: BLE001 - needs a registered result: no probe to answer
                 continue
             snippet = module.probe(args, options.diff)
-            if snippet:
+            if snippet and module.fact is not None:
+                fields = module.fact.converged(args, world)
+                table[snippet_key(snippet)] = "".join(f"{k}={v}\n" for k, v in fields.items())
+            elif snippet:
                 table[snippet_key(snippet)] = converged_fact(task.module, args, state, options.diff)
     return lambda snippet: table.get(snippet_key(snippet))
 
@@ -209,8 +214,6 @@ def converged_fact(module: str, args: dict[str, Any], state: _Container, diff: b
         return "creates=1" if args.get("creates") else ""
     if module == "pip":
         return _pip_fact(args)
-    if module == "file":
-        return _file_fact(args)
     if module in {"copy", "template"}:
         content = args["_content"]
         state.files[str(args["dest"])] = content
@@ -235,18 +238,6 @@ def _attributes(args: dict[str, Any], mode: str) -> list[str]:
         f"owner={args.get('owner') or 'root'}",
         f"group={args.get('group') or 'root'}",
     ]
-
-
-def _file_fact(args: dict[str, Any]) -> str:
-    state = args["state"]
-    if state == "absent":
-        return "type=absent"
-    if state == "link":
-        return "\n".join(
-            ["type=link", f"target={args['src']}", "mode=777", "owner=root", "group=root"]
-        )
-    kind = "directory" if state == "directory" else "file"
-    return "\n".join([f"type={kind}", *_attributes(args, "755" if kind == "directory" else "644")])
 
 
 def _pip_fact(args: dict[str, Any]) -> str:
