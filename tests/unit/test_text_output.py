@@ -237,3 +237,18 @@ def test_rollout_stop_without_a_batch(capsys):
     show = _printer(as_json=False)
     show({"kind": "rollout-stop", "reason": "interrupted"})
     assert "rollout stopped: interrupted" in capsys.readouterr().err
+
+
+def test_cli_error_line_shows_control_codes_visibly(tmp_path):
+    import subprocess
+    import sys
+
+    missing = tmp_path / "inv\x1b[31m.yml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pctfleet", "exec", "-i", str(missing), "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 4, proc.stderr
+    assert "inv\\x1b[31m.yml" in proc.stderr and "\x1b[31m.yml" not in proc.stderr
