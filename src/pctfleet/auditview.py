@@ -9,6 +9,7 @@ from rich.table import Table
 
 from . import exitcodes
 from .audit import MATRIX, ContainerAudit, majority, summary
+from .textout import line
 
 STYLE = {"clean": "green", "drift": "bold yellow"}
 
@@ -16,14 +17,13 @@ STYLE = {"clean": "green", "drift": "bold yellow"}
 def render(console: Console, audits: list[ContainerAudit]) -> None:
     for audit in audits:
         style = STYLE.get(audit.status, "bold magenta")
-        console.print(
-            f"[{style}]{audit.container}: {audit.status}[/] {audit.message}", highlight=False
-        )
+        console.print(line((f"{audit.container}: {audit.status}", style), f" {audit.message}"))
         for item in audit.items:
             console.print(
-                f"  {item.kind:13} {item.what}\n    expected: {_short(item.expected)}"
-                f"\n    actual:   {_short(item.actual)}",
-                highlight=False,
+                line(
+                    f"  {item.kind:13} {item.what}\n    expected: {_short(item.expected)}"
+                    f"\n    actual:   {_short(item.actual)}"
+                )
             )
     console.print(matrix(audits))
 
@@ -44,15 +44,14 @@ def matrix(audits: list[ContainerAudit]) -> Table:
         table.add_column(col)
     for audit in sorted(audits, key=lambda a: tuple(a.versions().values())):
         if not audit.fingerprint:
-            table.add_row(
-                audit.container, *[f"[magenta]{audit.status}[/]"] + [""] * (len(MATRIX) - 1)
-            )
+            blank = [line()] * (len(MATRIX) - 1)
+            table.add_row(line(audit.container), line((audit.status, "magenta")), *blank)
             continue
         cells = [
-            value or "-" if value == common[col] else f"[bold red]{value or '-'}[/]"
+            line((value or "-", "" if value == common[col] else "bold red"))
             for col, value in audit.versions().items()
         ]
-        table.add_row(audit.container, *cells)
+        table.add_row(line(audit.container), *cells)
     return table
 
 

@@ -15,6 +15,7 @@ from . import adhoc, exitcodes
 from . import cliopts as o
 from .errors import InputError
 from .targets import build_fleet
+from .textout import line, visible
 from .transport.base import UNREACHED
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
@@ -31,7 +32,7 @@ app = typer.Typer(
 
 
 def fail(message: str, code: int) -> typer.Exit:
-    typer.secho(f"error: {message}", err=True, fg="red")
+    typer.secho(f"error: {visible(message)}", err=True, fg="red")
     return typer.Exit(code)
 
 
@@ -109,9 +110,8 @@ def exec_command(
     else:
         for outcome in outcomes:
             if outcome.message:
-                typer.secho(
-                    f"{outcome.container}: {outcome.status}: {outcome.message}", err=True, fg="red"
-                )
+                shown = visible(f"{outcome.container}: {outcome.status}: {outcome.message}")
+                typer.secho(shown, err=True, fg="red")
     return adhoc.exit_code(outcomes)
 
 
@@ -174,9 +174,10 @@ def _playbook_run(
     console = report.make_console(stderr=True)
     live = report.LiveReport(console, verbose, show_diff=diff and not as_json)
     console.print(
-        f"run {journal.run_id}: {playbook} on {len(containers)} container(s)"
-        f"{' (check mode)' if check else ''}",
-        highlight=False,
+        line(
+            f"run {journal.run_id}: {playbook} on {len(containers)} container(s)"
+            f"{' (check mode)' if check else ''}"
+        )
     )
     journal.write(
         "start", playbook=str(playbook), containers=[c.key for c in containers], check=check
@@ -187,7 +188,9 @@ def _playbook_run(
     except KeyboardInterrupt:
         request.stop.set()
         journal.write("interrupted")
-        console.print(f"interrupted: no new tasks started; journal {journal.path}; rerun to finish")
+        console.print(
+            line(f"interrupted: no new tasks started; journal {journal.path}; rerun to finish")
+        )
         raise
     finally:
         journal.close()
@@ -738,7 +741,7 @@ def _invoke(
     try:
         result = application(args=args, prog_name=prog, standalone_mode=False)
     except InputError as exc:
-        typer.secho(f"error: {exc}", err=True, fg="red")
+        typer.secho(f"error: {visible(exc)}", err=True, fg="red")
         return exitcodes.PARSE_ERROR
     except KeyboardInterrupt:
         typer.secho("interrupted", err=True, fg="red")

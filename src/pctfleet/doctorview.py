@@ -9,41 +9,44 @@ from rich.table import Table
 
 from . import exitcodes
 from .doctor import Diagnosis
+from .textout import line
 
-MARK = {True: "[green]pass[/]", False: "[bold red]FAIL[/]", None: "[dim]n/a[/]"}
+MARK = {True: ("pass", "green"), False: ("FAIL", "bold red"), None: ("n/a", "dim")}
 
 
 def render(console: Console, diagnoses: list[Diagnosis]) -> None:
     for item in diagnoses:
         if item.status not in {"ok", "problem"}:
-            console.print(f"[bold magenta]{item.container}: {item.status}[/]: {item.message}")
+            console.print(
+                line((f"{item.container}: {item.status}", "bold magenta"), f": {item.message}")
+            )
             continue
         console.print(_components(item))
         console.print(_rules(item))
         _probe_and_findings(console, item)
         colour = "green" if item.healthy else "bold red"
-        console.print(f"[{colour}]{item.container}: {item.verdict}[/]\n", highlight=False)
+        console.print(line((f"{item.container}: {item.verdict}", colour), "\n"))
 
 
 def _components(item: Diagnosis) -> Table:
+    cuda_home = item.facts.cuda_home if item.facts else "?"
     table = Table(
-        title=f"{item.container}: components (CUDA_HOME "
-        f"{item.facts.cuda_home if item.facts else '?'})",
-        title_justify="left",
+        title=line(f"{item.container}: components (CUDA_HOME {cuda_home})"), title_justify="left"
     )
     table.add_column("component")
     table.add_column("version")
     for name, version in item.components().items():
-        table.add_row(name, version or "[dim]-[/]")
+        table.add_row(line(name), line(version) if version else line(("-", "dim")))
     return table
 
 
 def _rules(item: Diagnosis) -> Table:
-    table = Table(title=f"{item.container}: rules (arch {item.arch})", title_justify="left")
+    table = Table(title=line(f"{item.container}: rules (arch {item.arch})"), title_justify="left")
     for column in ("rule", "result", "evidence", "fix"):
         table.add_column(column)
     for rule in item.rules:
-        table.add_row(rule.rule, MARK[rule.ok], rule.evidence, rule.fix if rule.ok is False else "")
+        fix = rule.fix if rule.ok is False else ""
+        table.add_row(line(rule.rule), line(MARK[rule.ok]), line(rule.evidence), line(fix))
     return table
 
 
@@ -51,19 +54,19 @@ def _probe_and_findings(console: Console, item: Diagnosis) -> None:
     if item.probe is not None:
         ok = item.probe.compile_ok and item.probe.link_ok
         state = (
-            "[green]compiled and linked[/]"
+            ("compiled and linked", "green")
             if ok
-            else (
-                "[bold red]compile failed[/]"
-                if not item.probe.compile_ok
-                else "[bold red]link failed[/]"
-            )
+            else ("compile failed" if not item.probe.compile_ok else "link failed", "bold red")
         )
-        console.print(f"probe ({item.arch}): {state}", highlight=False)
+        console.print(line(f"probe ({item.arch}): ", state))
     for finding in item.findings:
         console.print(
-            f"[bold red]found[/] {finding.cause}\n  [dim]{finding.line}[/]\n  fix: {finding.fix}",
-            highlight=False,
+            line(
+                ("found", "bold red"),
+                f" {finding.cause}\n  ",
+                (finding.line, "dim"),
+                f"\n  fix: {finding.fix}",
+            )
         )
 
 

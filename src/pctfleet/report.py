@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .results import UNREACHED, ContainerRun, TaskResult, summary
+from .textout import line
 
 STYLE = {
     "ok": "green",
@@ -33,13 +34,15 @@ class LiveReport:
     def task(self, run: ContainerRun, result: TaskResult) -> None:
         if result.status == "skipped" and not self.verbose:
             return
-        style = STYLE.get(result.status, "")
         prefix = "handler " if result.handler else ""
-        line = f"[{style}]{result.status:8}[/] {run.key:14} {prefix}{result.name}"
+        text = line(
+            (f"{result.status:8}", STYLE.get(result.status, "")),
+            f" {run.key:14} {prefix}{result.name}",
+        )
         if result.msg and (result.status == "failed" or self.verbose):
-            line += f"  [dim]{_one_line(result.msg)}[/]"
+            text.append_text(line("  ", (_one_line(result.msg), "dim")))
         with self.lock:
-            self.console.print(line, highlight=False)
+            self.console.print(text)
             if self.show_diff and result.diff:
                 self._diff(result.diff)
 
@@ -49,9 +52,9 @@ class LiveReport:
         before = str(diff.get("before", "")).splitlines(keepends=True)
         after = str(diff.get("after", "")).splitlines(keepends=True)
         path = diff.get("path", "")
-        for line in difflib.unified_diff(before, after, f"before: {path}", f"after: {path}"):
-            colour = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-            self.console.print(f"[{colour}]{line.rstrip()}[/]", highlight=False, markup=True)
+        for row in difflib.unified_diff(before, after, f"before: {path}", f"after: {path}"):
+            colour = "green" if row.startswith("+") else "red" if row.startswith("-") else "dim"
+            self.console.print(line((row.rstrip(), colour)))
 
 
 def _one_line(text: str, limit: int = 160) -> str:
@@ -61,7 +64,7 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 def recap(console: Console, runs: list[ContainerRun], run_id: str) -> None:
     """Ansible's PLAY RECAP, as a table, plus the reason for each container that stopped."""
-    table = Table(title=f"RECAP  run {run_id}", title_justify="left")
+    table = Table(title=line(f"RECAP  run {run_id}"), title_justify="left")
     for column in ("container", "status", "ok", "changed", "failed", "skipped", "calls", "secs"):
         table.add_column(
             column, justify="right" if column not in {"container", "status"} else "left"
@@ -69,18 +72,16 @@ def recap(console: Console, runs: list[ContainerRun], run_id: str) -> None:
     for run in runs:
         stats = run.stats()
         table.add_row(
-            run.key,
-            f"[{STYLE.get(run.status, '')}]{run.status}[/]",
-            *(str(stats[k]) for k in ("ok", "changed", "failed", "skipped")),
-            str(run.remote_calls),
-            f"{run.duration:.1f}",
+            line(run.key),
+            line((run.status, STYLE.get(run.status, ""))),
+            *(line(stats[k]) for k in ("ok", "changed", "failed", "skipped")),
+            line(run.remote_calls),
+            line(f"{run.duration:.1f}"),
         )
     console.print(table)
     for run in runs:
         if run.message:
-            console.print(
-                f"[{STYLE.get(run.status, '')}]{run.key}[/]: {run.message}", highlight=False
-            )
+            console.print(line((run.key, STYLE.get(run.status, "")), f": {run.message}"))
 
 
 def document(runs: list[ContainerRun], run_id: str, extra: dict[str, Any] | None = None) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
 from . import exitcodes
 from .batches import parse_serial
@@ -16,6 +17,7 @@ from .errors import InputError
 from .journal import Journal
 from .report import make_console
 from .rollout import Rollout, RolloutPlan, RolloutResult, journal_path, resume_state, write_start
+from .textout import line
 from .transport.options import ConnectOptions
 
 
@@ -198,36 +200,70 @@ def _still_healthy(rollout: Rollout, done: list[str], containers: list) -> list[
 
 def _printer(as_json: bool):
     console = make_console(stderr=True)
+    seen: dict[str, Any] = {}
 
     def show(event: dict) -> None:
         if as_json:
             typer.echo(json.dumps(event, default=str))
             return
-        kind = event["kind"]
-        if kind == "batch-start":
-            console.print(
-                f"[bold]batch {event['batch']}/{event['of']}[/]: {', '.join(event['containers'])}",
-                highlight=False,
-            )
-        elif kind == "task" and event["status"] in {"changed", "failed"}:
-            console.print(
-                f"  {event['status']:8} {event['container']:14} {event['name']}", highlight=False
-            )
-        elif kind == "container":
-            console.print(
-                f"  {event['container']}: {event['status']} {event['message']}", highlight=False
-            )
-        elif kind == "gate":
-            console.print(
-                f"  health gate: {'passed' if event['passed'] else '[red]FAILED[/]'}",
-                highlight=False,
-            )
-        elif kind in {"rollout", "rollout-stop", "resume-check"}:
-            console.print(
-                f"{kind}: { {k: v for k, v in event.items() if k != 'kind'} }", highlight=False
-            )
+        if event["kind"] in {"rollout-plan", "batch-start"}:
+            seen["of"] = event.get("of") or len(event.get("batches") or []) or None
+        for text in _event_lines(event, seen.get("of")):
+            console.print(text)
 
     return show
+
+
+def _event_lines(event: dict, of: int | None) -> list[Text]:
+    """A rollout event as readable lines (nothing for those the summary covers)."""
+    kind = event["kind"]
+    if kind == "batch-start":
+        return [
+            line(
+                (f"batch {event['batch']}/{event['of']}", "bold"), ": ", _keys(event["containers"])
+            )
+        ]
+    if kind == "task" and event["status"] in {"changed", "failed"}:
+        return [line(f"  {event['status']:8} {event['container']:14} {event['name']}")]
+    if kind == "container":
+        return [line(f"  {event['container']}: {event['status']} {event['message']}")]
+    if kind == "gate":
+        return _gate_lines(event)
+    if kind == "rollout":
+        return [line(f"rollout {event['rollout_id']}: journal {event['journal']}")]
+    if kind == "rollout-stop":
+        return [_stop_line(event, of)]
+    if kind == "resume-check":
+        healthy, done = event["healthy"], event["done"]
+        redo = [key for key in done if key not in healthy]
+        text = line(f"resume: {len(healthy)} of {len(done)} finished container(s) still healthy")
+        return [text.append_text(line("; to run again: ", _keys(redo))) if redo else text]
+    return []
+
+
+def _gate_lines(event: dict) -> list[Text]:
+    verdict = ("passed", "") if event["passed"] else ("FAILED", "red")
+    lines = [line(f"  health gate after batch {event['batch']}: ", verdict)]
+    for key, result in event.get("results", {}).items():
+        if not result["passed"]:
+            lines.append(line(f"    {key}: {result['message']}"))
+    return lines
+
+
+def _stop_line(event: dict, of: int | None) -> Text:
+    """`rollout stopped after batch 1 of 3: 2/4 failed, over --max-fail-percent 10`."""
+    reason = str(event.get("reason", ""))
+    batch = event.get("batch")
+    if batch is None:
+        return line(("rollout stopped", "bold red"), f": {reason}")
+    where = f"after batch {batch}" + (f" of {of}" if of else "")
+    return line(
+        ("rollout stopped", "bold red"), f" {where}: {reason.removeprefix(f'batch {batch}: ')}"
+    )
+
+
+def _keys(keys: list[str]) -> Text:
+    return line(", ".join(str(key) for key in keys) or "none")
 
 
 def _finish(result: RolloutResult, as_json: bool) -> int:
@@ -235,18 +271,16 @@ def _finish(result: RolloutResult, as_json: bool) -> int:
         typer.echo(json.dumps({"kind": "summary", **result.as_json()}))
     else:
         console = make_console()
-        console.print(
-            f"rollout {result.rollout_id}: "
-            f"{'stopped: ' + result.stopped if result.stopped else 'completed'}"
-        )
+        state = f"stopped: {result.stopped}" if result.stopped else "completed"
+        console.print(line(f"rollout {result.rollout_id}: {state}"))
         for label, keys in (
             ("done", result.done),
             ("failed", result.failed),
             ("untouched", result.untouched),
         ):
-            console.print(f"  {label:9} {len(keys):3}  {' '.join(keys)}", highlight=False)
+            console.print(line(f"  {label:9} {len(keys):3}  {' '.join(keys)}"))
         if result.stopped:
-            console.print(f"  resume: pctfleet rollout --resume {result.rollout_id}")
+            console.print(line(f"  resume: pctfleet rollout --resume {result.rollout_id}"))
     if result.stopped == "interrupted":
         return exitcodes.INTERRUPTED
     return exitcodes.FAILED if result.stopped or result.failed else exitcodes.OK

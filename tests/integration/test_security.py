@@ -567,3 +567,45 @@ def test_file_names_read_in_a_container_stay_data(fl, tmp_path):
         )
         s.preserved = "no command ran from the name (no canary in the container)"
     fl.ct_sh(CT, f"rm -rf /opt/pctfleet-links-{mark}")
+
+
+MARKUP = r"""- hosts: all
+  tasks:
+    - name: "write a file [red]x[/red]"
+      copy:
+        content: "new [/bold] [link=file:///etc/passwd]y[/link]\n"
+        dest: DEST
+    - name: "fail loudly [red]x[/red]"
+      command:
+        argv: [sh, -c, 'printf "%s \033[31mred\n" "[/bold] [link=file:///etc/passwd]y[/link] [" >&2; exit 1']
+"""  # noqa: E501
+
+
+def test_container_text_is_printed_as_written_not_as_markup(fl, tmp_path):
+    dest = f"/tmp/pctfleet-markup-{uuid.uuid4().hex[:8]}"
+    fl.ct_sh(CT, f"printf '%s\\n' 'old [/bold]' > {dest}")
+    playbook = book(tmp_path, "markup.yml", MARKUP.replace("DEST", dest))
+    with scenario("security", "Markup and terminal codes in task names, stderr and diffs") as s:
+        proc = fl.cli("run", str(playbook), "-i", fl.inventory, "--limit", CT, "--diff",
+                      "--journal-dir", str(tmp_path / "j"))  # fmt: skip
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 2, out
+        assert "Traceback" not in out and "MarkupError" not in out, out
+        assert "RECAP" in out, out
+        for literal in (
+            "write a file [red]x[/red]",
+            "fail loudly [red]x[/red]",
+            "[/bold] [link=file:///etc/passwd]y[/link] [",
+            "-old [/bold]",
+            "+new [/bold] [link=file:///etc/passwd]y[/link]",
+            "\\x1b[31mred",
+        ):
+            assert literal in out, (literal, out)
+        assert "\x1b[31mred" not in out, "a container's terminal codes reached the terminal"
+        s.outcome = (
+            "a task named `[red]x[/red]` whose command wrote `[/bold]`, a link tag and an "
+            "ANSI colour code to stderr, run with --diff: exit 2, recap printed, every string "
+            "shown as written, the escape code as `\\x1b`"
+        )
+        s.preserved = "the run finished and reported; no MarkupError in a worker thread"
+    fl.ct_sh(CT, f"rm -f {dest}")

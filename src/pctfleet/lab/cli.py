@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..textout import line
 from .lab import DEFAULT_STATE_DIR, Lab
 from .model import LabError, LabInfo, LabStatus
 
@@ -43,7 +44,7 @@ def _guard(action: Callable[[], T]) -> T:
     try:
         return action()
     except LabError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(line(("error:", "bold red"), f" {exc}"), soft_wrap=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -69,7 +70,7 @@ def up(
     started = time.monotonic()
 
     def bring_up() -> LabInfo:
-        lab = Lab(state_dir, address_base, port, say=lambda msg: err.print(msg, highlight=False))
+        lab = Lab(state_dir, address_base, port, say=lambda msg: err.print(line(msg)))
         return lab.up(nodes=nodes, containers=containers)
 
     info = _guard(bring_up)
@@ -78,27 +79,32 @@ def up(
 
 def _print_usage(info: LabInfo, seconds: float) -> None:
     total = sum(len(n.containers) for n in info.nodes)
-    out.print(f"[green]lab up[/] in {seconds:.2f} s: {len(info.nodes)} nodes, {total} containers")
+    out.print(
+        line(
+            ("lab up", "green"), f" in {seconds:.2f} s: {len(info.nodes)} nodes, {total} containers"
+        )
+    )
     for node in info.nodes:
         cts = ", ".join(str(c) for c in node.containers)
-        out.print(f"  {node.name}  {node.address}:{node.port}  CTs {cts}", highlight=False)
+        out.print(line(f"  {node.name}  {node.address}:{node.port}  CTs {cts}"))
     first = info.nodes[0]
-    out.print(f"\ninventory:   {info.inventory}", highlight=False)
-    out.print(f"identity:    {info.identity}", highlight=False)
-    out.print(f"known_hosts: {info.known_hosts}", highlight=False)
-    out.print("\ntry:", highlight=False)
-    for line in (
+    out.print(line(f"\ninventory:   {info.inventory}"))
+    out.print(line(f"identity:    {info.identity}"))
+    out.print(line(f"known_hosts: {info.known_hosts}"))
+    out.print(line("\ntry:"))
+    for example in (
         f"  pctfleet exec -i {info.inventory} -- hostname",
         f"  pctfleet exec --host {first.address} --ct {first.containers[0]}"
         f" --identity {info.identity} --known-hosts {info.known_hosts} -- hostname",
         f"  provision -i {info.inventory}",
         f"  pctfleet doctor -i {info.inventory} --limit {first.name}/{first.containers[0]}",
     ):
-        out.print(line, highlight=False, soft_wrap=True)
+        out.print(line(example), soft_wrap=True)
     out.print(
-        f"  ssh -i {info.identity} -o UserKnownHostsFile={info.known_hosts}"
-        f" root@{first.address} pct list",
-        highlight=False,
+        line(
+            f"  ssh -i {info.identity} -o UserKnownHostsFile={info.known_hosts}"
+            f" root@{first.address} pct list"
+        ),
         soft_wrap=True,
     )
 
@@ -120,18 +126,23 @@ def status(
 
 def _print_status(result: LabStatus) -> None:
     if not result.exists:
-        out.print(f"no lab in {result.state_dir} (run `pctfleet lab up`)", highlight=False)
+        out.print(line(f"no lab in {result.state_dir} (run `pctfleet lab up`)"))
         return
-    table = Table(title=f"lab in {result.state_dir}")
+    table = Table(title=line(f"lab in {result.state_dir}"))
     for col in ("node", "address", "sshd", "fault", "containers"):
         table.add_column(col)
     for node in result.nodes:
-        sshd = f"[green]running[/] ({node.sshd_pid})" if node.sshd_running else "[red]down[/]"
-        cts = "  ".join(
-            f"{c.ctid}:" + ("[green]running[/]" if c.running else f"[red]{c.state}[/]")
-            for c in node.containers
+        sshd = (
+            line(("running", "green"), f" ({node.sshd_pid})")
+            if node.sshd_running
+            else line(("down", "red"))
         )
-        table.add_row(node.name, f"{node.address}:{node.port}", sshd, node.relay or "", cts)
+        cts = line()
+        for c in node.containers:
+            state = ("running", "green") if c.running else (c.state, "red")
+            cts.append_text(line("  " if cts else "", f"{c.ctid}:", state))
+        address = f"{node.address}:{node.port}"
+        table.add_row(line(node.name), line(address), sshd, line(node.relay or ""), cts)
     out.print(table)
 
 
@@ -139,4 +150,4 @@ def _print_status(result: LabStatus) -> None:
 def down(state_dir: StateDir = DEFAULT_STATE_DIR) -> None:
     """Stop what the lab started and remove its state (the rootfs cache stays)."""
     _guard(lambda: Lab(state_dir).down())
-    out.print(f"lab in {state_dir} is down", highlight=False)
+    out.print(line(f"lab in {state_dir} is down"))

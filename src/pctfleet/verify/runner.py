@@ -267,7 +267,8 @@ def render(console: Any, result: VerifyResult) -> None:
     A container that could not be asked gets one row saying so, not one per check.
     """
     from rich.table import Table
-    from rich.text import Text
+
+    from ..textout import line
 
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for name in ("container", "check", "outcome"):
@@ -277,12 +278,13 @@ def render(console: Any, result: VerifyResult) -> None:
         rows = rows or [(check.id, check.outcome) for check in row.checks]
         for index, (check_id, outcome) in enumerate(rows):
             label = row.container if index == 0 else ""
-            table.add_row(label, check_id, Text(outcome, style=STYLE.get(outcome, "bold red")))
+            outcome_cell = line((outcome, STYLE.get(outcome, "bold red")))
+            table.add_row(line(label), line(check_id), outcome_cell)
         table.add_section()
     console.print(table)
-    for line in problem_lines(result):
-        console.print(line, highlight=False, markup=False)
-    console.print(summary_line(result), highlight=False)
+    for problem in problem_lines(result):
+        console.print(line(problem))
+    console.print(line(summary_line(result)))
 
 
 def problem_lines(result: VerifyResult) -> list[str]:
