@@ -241,3 +241,23 @@ def test_a_bad_server_extra_env_key_stops_site_yml_at_preflight(tmp_path):
     )  # fmt: skip
     assert done.returncode == 4, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "'X;touch /tmp/p'" in done.stderr
+
+
+def test_the_env_file_finds_cuda_home_when_sourced(tmp_path):
+    """site.yml gives no cuda_home: the env file finds the python3.13 venv's, under set -e."""
+    from pctfleet.templating import render_template_file
+
+    repo = Path(__file__).resolve().parents[2]
+    venv, ch = venv_tree(tmp_path)
+    for where, wanted in ((venv, str(ch)), (tmp_path / "none", "")):
+        env = tmp_path / "sglang.env"
+        variables = {"inventory_hostname": "x", "cuda_home": "", "venv": str(where),
+                     "flashinfer_workspace_base": "/w", "sglang_warmup_timeout": 1}  # fmt: skip
+        env.write_text(render_template_file(repo / "templates/sglang.env.j2", variables, where="t"))
+        script = f'set -e; set -a; . {env}; set +a; echo "$CUDA_HOME"; echo "$PATH"'
+        done = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [wanted, f"{wanted}/bin:{where}/bin:" + SYSTEM_PATH]
+
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
