@@ -7,7 +7,6 @@ one `pct exec` per container for the whole audit.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from collections import Counter
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .cuda.facts import parse_toolchain, toolchain_snippet
+from .factkv import decode_fields
 from .modules.base import q
 from .modules.cccl import MANIFEST
 from .modules.pip import LIST_INSTALLED
@@ -37,7 +37,6 @@ def fingerprint_snippet(variables: dict) -> str:
     venv = str(variables.get("venv", "/opt/sglang"))
     python = q(venv + "/bin/python")
     pidfile = q(variables.get("server_pidfile", "/run/pctfleet/sglang.pid"))
-    manifest = f"{q(venv)}/lib/python3*/site-packages/nvidia/cu13/include/cccl/{MANIFEST}"
     running = f'[ -f {pidfile} ] && kill -0 "$(cat {pidfile})" 2>/dev/null'
     return "\n".join(
         [
@@ -46,8 +45,10 @@ def fingerprint_snippet(variables: dict) -> str:
             LIST_INSTALLED,
             "PCTFLEET_PY",
             "fi",
-            f'for m in {manifest}; do [ -f "$m" ] && echo "overlay=$(base64 -w0 < "$m")"; done',
-            f"if {running}; then echo server=running; else echo server=stopped; fi",
+            # $CH: the toolchain snippet above found CUDA_HOME the way every task does.
+            f'm="$CH/include/cccl/{MANIFEST}"; [ -n "$CH" ] && [ -f "$m" ] && '
+            'pf_kv overlay "$(cat "$m")"',
+            f"if {running}; then pf_kv server running; else pf_kv server stopped; fi",
         ]
     )
 
@@ -68,14 +69,22 @@ def fingerprint(raw: str) -> dict[str, str]:
             found[key] = value
     for name, target in facts.links.items():
         found[f"link.{name}"] = target
-    pairs = dict(line.split("=", 1) for line in raw.splitlines() if "=" in line)
+    pairs = decode_fields(raw)
     if "pkgs" in pairs:
         found.update({f"pip.{k}": v for k, v in json.loads(pairs["pkgs"]).items()})
     if "overlay" in pairs:
-        manifest = json.loads(base64.b64decode(pairs["overlay"]))
-        found["overlay.tree_hash"] = str(manifest.get("tree_hash"))
+        found["overlay.tree_hash"] = str(_manifest(pairs["overlay"]).get("tree_hash"))
     found["server"] = pairs.get("server", "stopped")
     return found
+
+
+def _manifest(text: str) -> dict:
+    """The overlay manifest; {} when it is not a JSON object (it was edited by hand)."""
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 @dataclass

@@ -123,7 +123,7 @@ def _read(target: Target, request: DoctorRequest) -> tuple[ToolchainFacts, str, 
         snippets["log"] = f"tail -n {LOG_LINES} {q(request.server_log)} | base64 -w0"
     if request.env_file:
         snippets["env"] = f"base64 -w0 < {q(request.env_file)}"
-    output = framing.parse_output(target.run_script(framing.build_script(snippets)).text())
+    output = framing.run_probe(target, snippets)
     facts = parse_toolchain(output["facts"].output if "facts" in output else "")
     return facts, _decoded(output.get("log")), _env_values(_decoded(output.get("env")))
 
@@ -144,7 +144,9 @@ def _env_values(text: str) -> dict[str, str]:
     values = {}
     for line in text.splitlines():
         key, sep, raw = line.partition("=")
-        if sep and key.strip().isidentifier() and not line.lstrip().startswith("#"):
+        # A value computed when sourced ($CUDA_HOME, $(...)) is not known here: left out.
+        plain = "$" not in raw and not line.lstrip().startswith("#")
+        if sep and key.strip().isidentifier() and plain:
             try:
                 words = shlex.split(raw)  # the file is sourced by sh: values are quoted
             except ValueError:

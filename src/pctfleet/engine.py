@@ -199,8 +199,7 @@ class ContainerEngine:
             if snippet:
                 snippets[f"t{id(task)}"] = snippet
         extras, self.pending_extras = self.pending_extras, {}
-        output = self.target.run_script(probe.build_script({**snippets, **extras}))
-        facts = probe.parse_output(output.text())
+        facts = probe.run_probe(self.target, {**snippets, **extras})
         self.facts = {key: (snippets[key], facts.get(key, Fact("", 1))) for key in snippets}
         for key in extras:
             self.run.extra_facts[key] = facts.get(key, Fact("", 1)).output

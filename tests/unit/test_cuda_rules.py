@@ -24,6 +24,7 @@ from pctfleet.cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snipp
 from pctfleet.cuda.known_errors import scan
 from pctfleet.cuda.probe_cu import gencode, parse_probe, probe_script
 from pctfleet.cuda.rules import arch_parts, check, expected_components, verdict
+from pctfleet.factkv import encode_lines
 
 NVCC_VERSION = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2025 NVIDIA Corporation
@@ -332,13 +333,13 @@ def test_cuda_home_comes_from_argument_then_env_then_venv(fake_container):
 
 
 def test_parse_drops_non_numeric_versions_and_keeps_raw():
-    facts = parse_toolchain("gpu_cc=No devices were found\ndriver_cuda=13.0\nweird=1\n")
+    facts = parse_toolchain(encode_lines("gpu_cc=No devices were found\ndriver_cuda=13.0\nweird=1"))
     assert facts.gpu_cc is None and facts.driver_cuda == "13.0"
     assert facts.raw["weird"] == "1"
 
 
 def test_parse_keeps_env_vars_set_to_empty():
-    assert parse_toolchain("env.CCCL_DISABLE_CTK_COMPATIBILITY_CHECK=\n").env == {
+    assert parse_toolchain(encode_lines("env.CCCL_DISABLE_CTK_COMPATIBILITY_CHECK=")).env == {
         "CCCL_DISABLE_CTK_COMPATIBILITY_CHECK": ""
     }
 

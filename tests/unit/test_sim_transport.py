@@ -126,7 +126,7 @@ def test_a_node_runs_at_most_max_sessions_calls_at_once():
 def test_probe_scripts_are_answered_snippet_by_snippet():
     script = probe.build_script({"t1": "echo one", "t2": "echo two", "t3": "unknown"})
     answers = {"echo one": "one", "echo two": "a=1\nb=2\n"}
-    facts = probe.parse_output(answer_probe(script, answers.get))
+    facts = probe.parse_output(answer_probe(script, answers.get), probe.nonce_of(script))
     assert facts["t1"].output == "one" and facts["t1"].status == 0
     assert facts["t2"].fields() == {"a": "1", "b": "2"}
     assert facts["t3"].output == ""
@@ -134,8 +134,7 @@ def test_probe_scripts_are_answered_snippet_by_snippet():
 
 def test_run_script_answers_through_the_target():
     target = SimTarget(SimNode("pve1"), 200, latency=0.0, answer={"true": "x=1"}.get)
-    output = target.run_script(probe.build_script({"k": "true"}))
-    assert probe.parse_output(output.text())["k"].fields() == {"x": "1"}
+    assert probe.run_probe(target, {"k": "true"})["k"].fields() == {"x": "1"}
 
 
 def test_a_converged_fleet_costs_one_call_per_container_and_changes_nothing(tmp_path):

@@ -11,6 +11,7 @@ import testinfra
 import testinfra.backend
 import yaml
 
+from pctfleet.factkv import KV_FUNCTION, decode_fields
 from pctfleet.infra import (
     SERVER_ENV,
     Gathered,
@@ -346,9 +347,9 @@ def test_server_pid_needs_flashinfer_and_the_environment() -> None:
 def test_env_file_values_are_read_the_way_sh_sources_them(tmp_path: Path) -> None:
     env_file = tmp_path / "sglang.env"
     env_file.write_text("# written by pctfleet\nCUDA_HOME='/opt/a b'\nPATH='/nowhere'\n")
-    script = f"ENVFILE={env_file}\n" + env_file_values(SERVER_ENV)
+    script = KV_FUNCTION + f"ENVFILE={env_file}\n" + env_file_values(SERVER_ENV)
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True).stdout
-    assert out == f"file_CUDA_HOME={b64('/opt/a b')}\n"
+    assert decode_fields(out) == {"file_CUDA_HOME": b64("/opt/a b")}
 
 
 def test_port_must_be_held_by_the_server() -> None:

@@ -1,12 +1,13 @@
 """Every CUDA toolchain fact of one container, read by one sh snippet.
 
 The snippet runs inside the container (dash, stdin from /dev/null, stderr
-discarded) and prints `key=value` lines; `parse_toolchain` turns them into a
+discarded) and prints `key=value` lines through `pf_kv` (values encoded, so no
+file the container holds can add a key); `parse_toolchain` turns them into a
 typed `ToolchainFacts`. It never fails: a fact that cannot be read is simply
 not printed, and the rules treat it as unknown.
 
 Example:
-    >>> facts = parse_toolchain("nvcc_version=13.0.88\\npip.torch=2.11.0\\n")
+    >>> facts = parse_toolchain(encode_lines("nvcc_version=13.0.88\\npip.torch=2.11.0"))
     >>> facts.nvcc_version, facts.versions["torch"]
     ('13.0.88', '2.11.0')
 """
@@ -17,6 +18,8 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from ..factkv import KV_FUNCTION, PY_KV, decode_pairs
 
 # The wheels whose versions the rules compare (DOMAIN: section 2).
 PIP_NAMES = (
@@ -61,30 +64,47 @@ LINK_PATHS = {
 ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NUMERIC = re.compile(r"^\d+(\.\d+)*$")
 
+# The one way CUDA_HOME is found, in the container: the given path, else CUDA_HOME or
+# CUDA_PATH of the environment the snippet runs in (flashinfer's own order; the server's
+# env file is sourced first where it matters), else the venv's nvidia/cu13 folder (the
+# pip CUDA 13 wheels unpack there). The venv's site-packages is globbed, and its own
+# python is asked when the glob is not one folder: no Python version is assumed.
+# Every function returns 0: change scripts run them under `set -e`.
+CUDA_HOME_FUNCTION = r"""
+pctfleet_site() {  # venv
+  ps_n=0 ps_d=
+  for d in "$1"/lib/python3*/site-packages; do [ -d "$d" ] && ps_n=$((ps_n + 1)) && ps_d=$d; done
+  if [ "$ps_n" -ne 1 ] && [ -x "$1/bin/python" ]; then
+    ps_d=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') ||
+      ps_d=
+  fi
+  if [ -n "$ps_d" ] && [ -d "$ps_d" ]; then echo "$ps_d"; fi
+}
+pctfleet_find_cuda_home() {  # venv [explicit]: sets $CH ('' when none) and $CH_FROM
+  CH=$2 CH_FROM=argument
+  [ -n "$CH" ] && return 0
+  CH=${CUDA_HOME:-${CUDA_PATH:-}} CH_FROM=env
+  [ -n "$CH" ] && return 0
+  CH= CH_FROM=venv
+  ch_site=$(pctfleet_site "$1")
+  if [ -n "$ch_site" ] && [ -d "$ch_site/nvidia/cu13" ]; then CH="$ch_site/nvidia/cu13"; fi
+  return 0
+}
+"""
+
 # The body is one raw string: what is written here is what dash reads.
 # `t` bounds every tool call (a wedged driver can hang nvidia-smi forever).
 # The python heredoc reads metadata only: importing torch takes seconds and
 # wants GPU libraries, so torch.version.cuda is parsed from torch/version.py.
 SNIPPET_BODY = r"""
 t() { if command -v timeout >/dev/null 2>&1; then timeout 30 "$@"; else "$@"; fi; }
-kv() { [ -n "$2" ] && printf '%s=%s\n' "$1" "$2"; return 0; }
+kv() { [ -n "$2" ] && pf_kv "$1" "$2"; return 0; }
 one() { printf '%s' "$1" | tr '\n' ' '; }
 rel() { sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p' | head -n 1; }
 define() { sed -n "s/^#define[[:space:]]*$1[[:space:]]*\([0-9][0-9]*\).*/\1/p" "$2" | head -n 1; }
 maxptx() { sed -n "s/.*current version is '\([0-9.]*\)'.*/\1/p" | head -n 1; }
 cudahdrs() { [ -f "$1/cuda_runtime_api.h" ] || [ -f "$1/cuda_runtime.h" ] || [ -d "$1/cuda/std" ]; }
-CH_FROM=argument
-if [ -z "$CH" ]; then
-  # flashinfer's own order: CUDA_HOME, then CUDA_PATH (from env or env file).
-  CH=${CUDA_HOME:-${CUDA_PATH:-}}
-  CH_FROM=env
-fi
-if [ -z "$CH" ]; then
-  CH_FROM=venv
-  for d in "$V"/lib/python3*/site-packages/nvidia/cu13; do
-    if [ -d "$d" ]; then CH=$d; break; fi
-  done
-fi
+pctfleet_find_cuda_home "$V" "$CH"
 kv venv "$V"
 kv cuda_home "$CH"
 [ -n "$CH" ] && kv cuda_home_from "$CH_FROM"
@@ -92,10 +112,11 @@ kv cuda_home "$CH"
 PY="$V/bin/python"
 if [ -x "$PY" ]; then
 "$PY" - <<'PCTFLEET_PY'
+@PY_KV@
 import importlib.metadata as m, os, re, sysconfig
 for name in @PIP_NAMES@:
     try:
-        print("pip.%s=%s" % (name, m.version(name)))
+        pf_kv("pip." + name, m.version(name))
     except Exception:
         pass
 try:
@@ -106,21 +127,21 @@ if dist is not None:
     for req in dist.requires or []:
         hit = re.match(r"\s*cuda[-_.]toolkit\s*(\[[^\]]*\])?\s*==\s*([0-9][^\s;,]*)", req, re.I)
         if hit:
-            print("torch_requires_cuda_toolkit=" + hit.group(2))
+            pf_kv("torch_requires_cuda_toolkit", hit.group(2))
             break
     try:
         with open(str(dist.locate_file("torch/version.py"))) as fh:
             text = fh.read()
         hit = re.search(r"^cuda\s*(?::[^=\n]*)?=\s*(?:['\"]([^'\"]*)['\"]|None)", text, re.M)
         if hit:
-            print("torch_cuda=" + (hit.group(1) or "cpu"))
+            pf_kv("torch_cuda", hit.group(1) or "cpu")
     except OSError:
         pass
 inc = sysconfig.get_paths().get("include") or ""
 if inc:
-    print("python_include=" + inc)
+    pf_kv("python_include", inc)
     if os.path.isfile(os.path.join(inc, "Python.h")):
-        print("python_h=1")
+        pf_kv("python_h", 1)
 PCTFLEET_PY
 fi
 NVCC="$CH/bin/nvcc"
@@ -143,7 +164,7 @@ if [ -n "$CH" ] && [ -n "$TMP" ] && [ -d "$TMP" ]; then
     # No host compiler, so no PTX: the same release string is in the binary.
     cicc_s='Cuda compilation tools, release [0-9.]*, V[0-9.]*'
     kv cicc_release "$(grep -a -o -m 1 "$cicc_s" "$CH/nvvm/bin/cicc" | rel)"
-    echo "cicc_release_from=binary"
+    pf_kv cicc_release_from binary
   fi
   if [ -x "$PTXAS" ]; then
     printf '.version 99.9\n.target sm_90\n.address_size 64\n' > "$TMP/v.ptx"
@@ -164,7 +185,7 @@ stray() {
   if cudahdrs "$2" || [ -d "$2/cub" ]; then
     sr=$(cd "$2" && pwd -P)
     case "$sr" in "$CHI"|"$CHI/cccl") return 0 ;; esac
-    printf 'stray_include=%s:%s\n' "$1" "$2"
+    pf_kv stray_include "$1:$2"
   fi
 }
 pathlist() {
@@ -198,7 +219,7 @@ flagdirs FLASHINFER_EXTRA_CUDAFLAGS "${FLASHINFER_EXTRA_CUDAFLAGS:-}"
 for ev in @ENV_NAMES@; do
   eval "ev_set=\${$ev+x}"
   eval "ev_val=\${$ev-}"
-  [ -n "$ev_set" ] && printf 'env.%s=%s\n' "$ev" "$(one "$ev_val")"
+  [ -n "$ev_set" ] && pf_kv "env.$ev" "$(one "$ev_val")"
 done
 cccl_ver() {
   cc_v=$(define CCCL_VERSION "$1")
@@ -208,15 +229,13 @@ for cc_f in "$CH/include/cccl/cuda/std/__cccl/version.h" "$CH/include/cuda/std/_
   if [ -n "$CH" ] && [ -f "$cc_f" ]; then kv cccl_version "$(cccl_ver "$cc_f")"; break; fi
 done
 FI_TAIL=libcudacxx/include/cuda/std/__cccl/version.h
-for cc_f in "$V"/lib/python3*/site-packages/flashinfer/data/cccl/$FI_TAIL; do
-  if [ -f "$cc_f" ]; then
+cc_f="$(pctfleet_site "$V")/flashinfer/data/cccl/$FI_TAIL"
+if [ -f "$cc_f" ]; then
     kv flashinfer_cccl_version "$(cccl_ver "$cc_f")"
     kv flashinfer_cccl "${cc_f%/$FI_TAIL}"
-    break
-  fi
-done
+fi
 if command -v nvidia-smi >/dev/null 2>&1; then
-  echo "nvidia_smi=1"
+  pf_kv nvidia_smi 1
   q=$(t nvidia-smi --query-gpu=compute_cap,driver_version,name --format=csv,noheader)
   q1=$(printf '%s\n' "$q" | head -n 1)
   kv gpu_cc "$(printf '%s' "$q1" | cut -d, -f1 | tr -d ' ')"
@@ -236,7 +255,7 @@ if [ -n "$CH" ]; then
     lk_name=${lk%%=*}
     lk_path="$CH/${lk#*=}"
     [ -L "$lk_path" ] && kv "link.$lk_name" "$(readlink "$lk_path")"
-    [ -e "$lk_path" ] && echo "exists.$lk_name=1"
+    [ -e "$lk_path" ] && pf_kv "exists.$lk_name" 1
   done
 fi
 kv gxx_version "$(g++ -dumpfullversion 2>/dev/null || g++ -dumpversion 2>/dev/null)"
@@ -244,7 +263,7 @@ kv cxx "$(command -v "${CXX:-c++}")"
 if command -v ninja >/dev/null 2>&1; then
   kv ninja_version "$(ninja --version)"
   kv ninja_path "$(command -v ninja)"
-  echo "ninja_on_path=1"
+  pf_kv ninja_on_path 1
 elif [ -x "$V/bin/ninja" ]; then
   kv ninja_version "$("$V/bin/ninja" --version)"
   kv ninja_path "$V/bin/ninja"
@@ -317,10 +336,11 @@ def toolchain_snippet(
     links = " ".join(shlex.quote(f"{k}={v}") for k, v in LINK_PATHS.items())
     body = (
         SNIPPET_BODY.replace("@PIP_NAMES@", repr(PIP_NAMES))
+        .replace("@PY_KV@", PY_KV)
         .replace("@ENV_NAMES@", " ".join(ENV_NAMES))
         .replace("@LINKS@", links)
     )
-    return "\n".join(lines) + body
+    return KV_FUNCTION + CUDA_HOME_FUNCTION + "\n".join(lines) + body
 
 
 def _export(key: str, value: str) -> str:
@@ -332,11 +352,10 @@ def _export(key: str, value: str) -> str:
 def parse_toolchain(text: str) -> ToolchainFacts:
     """Turn the snippet's output back into typed facts (unknown keys kept in `raw`)."""
     facts = ToolchainFacts()
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
+    for key, value in decode_pairs(text):
         key, value = key.strip(), value.strip()
         # An env var set to "" is still set (and still matters).
-        if sep and key and (value or key.startswith("env.")):
+        if key and (value or key.startswith("env.")):
             facts.raw[key] = value
             _apply(facts, key, value)
     return facts

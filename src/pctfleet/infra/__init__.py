@@ -26,6 +26,7 @@ from typing import Any
 from pctfleet import probe as framing
 from pctfleet.cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snippet
 from pctfleet.cuda.rules import check as toolchain_rules
+from pctfleet.factkv import PY_KV, decode_pairs, encode_lines
 from pctfleet.modules.base import Fact, q
 from pctfleet.modules.cccl import MANIFEST, TREE_HASH
 from pctfleet.modules.cudashell import preamble
@@ -55,38 +56,38 @@ class Verdict:
 
 # Through lib64: that is the folder flashinfer's link line hard-codes.
 LINKS = r"""
-echo "cuda_home=$CH"
+pf_kv cuda_home "$CH"
 for l in lib64 lib64/libcudart.so lib64/stubs/libcuda.so; do
   p="$CH/$l"
-  [ -L "$p" ] && echo "link:$l=$(readlink "$p")"
-  [ -e "$p" ] && echo "real:$l=$(readlink -f "$p")"
-  [ -f "$p" ] && echo "file:$l=1"
-  [ -d "$p" ] && echo "dir:$l=1"
+  [ -L "$p" ] && pf_kv "link:$l" "$(readlink "$p")"
+  [ -e "$p" ] && pf_kv "real:$l" "$(readlink -f "$p")"
+  [ -f "$p" ] && pf_kv "file:$l" 1
+  [ -d "$p" ] && pf_kv "dir:$l" 1
 done
-[ -f "$CH/lib/stubs/.pctfleet-fallback" ] && echo fallback=1
+[ -f "$CH/lib/stubs/.pctfleet-fallback" ] && pf_kv fallback 1
 drv=$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 .*=> \(.*\)/\1/p' | head -n 1)
-[ -n "$drv" ] && echo "driver=$drv" && echo "driver_real=$(readlink -f "$drv")"
+[ -n "$drv" ] && pf_kv driver "$drv" && pf_kv driver_real "$(readlink -f "$drv")"
 """
 
 CCCL = r"""
 DST="$CH/include/cccl"
-echo "dst=$DST"
+pf_kv dst "$DST"
 if [ -f "$DST/@MANIFEST@" ]; then
-  echo "manifest=$(base64 -w0 < "$DST/@MANIFEST@")"
-  echo "tree_hash=$(pctfleet_tree_hash "$DST")"
+  pf_kv manifest "$(base64 -w0 < "$DST/@MANIFEST@")"
+  pf_kv tree_hash "$(pctfleet_tree_hash "$DST")"
 fi
-[ -d "$DST" ] && echo "version=$(pctfleet_cccl_version "$DST")"
+[ -d "$DST" ] && pf_kv version "$(pctfleet_cccl_version "$DST")"
 """
 
 # /proc only: a minbase container has no ss, netstat or curl.
 SERVER = r"""
 if [ -f "$PF" ]; then
-  pid=$(cat "$PF"); echo "pid=$pid"
+  pid=$(cat "$PF"); pf_kv pid "$pid"
   case $pid in ''|*[!0-9]*) ;; *)
     if [ -d "/proc/$pid" ]; then
-      echo "state=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1)"
-      echo "cmdline=$(base64 -w0 < "/proc/$pid/cmdline")"
-      echo "environ=$(base64 -w0 < "/proc/$pid/environ")"
+      pf_kv state "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1)"
+      pf_kv cmdline "$(base64 -w0 < "/proc/$pid/cmdline")"
+      pf_kv environ "$(base64 -w0 < "/proc/$pid/environ")"
     fi ;;
   esac
 fi
@@ -100,11 +101,12 @@ for f in /proc/net/tcp /proc/net/tcp6; do
       head -n 1 | cut -d/ -f3)
     sid=
     [ -n "$owner" ] && sid=$(sed 's/.*) //' "/proc/$owner/stat" | cut -d' ' -f4)
-    echo "listen=$local $owner $sid"
+    pf_kv listen "$local $owner $sid"
   done < "$f"
 done
 PYH=$(command -v python3 || echo "$VENV/bin/python")
 "$PYH" - "$URL" <<'PCTFLEET_PY'
+@PY_KV@
 import sys, urllib.error, urllib.request
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 try:
@@ -114,8 +116,8 @@ except urllib.error.HTTPError as exc:
     status, body = exc.code, exc.read(200)
 except Exception as exc:
     status, body = 0, (str(exc) or type(exc).__name__).encode()
-print("health=%d" % status)
-print("health_body=" + body.decode("utf-8", "replace").replace("\n", " ")[:200])
+pf_kv("health", status)
+pf_kv("health_body", body.decode("utf-8", "replace").replace("\n", " ")[:200])
 PCTFLEET_PY
 """
 
@@ -138,7 +140,7 @@ def env_file_values(names: tuple[str, ...]) -> str:
     keep = [f'  [ -n "${{{n}+x}}" ] && pctfleet_{n}=${n}' for n in names]
     show = [
         f'  [ -n "${{pctfleet_{n}+x}}" ] && '
-        f'echo "file_{n}=$(printf %s "$pctfleet_{n}" | base64 -w0)"'
+        f'pf_kv file_{n} "$(printf %s "$pctfleet_{n}" | base64 -w0)"'
         for n in names
     ]
     lines = [
@@ -161,10 +163,10 @@ def gather_script(settings: Mapping[str, str]) -> str:
     # Like the playbook's tasks: CUDA_HOME found from the venv, not given.
     head = preamble({"venv": venv})
     folders = cache_dirs({"workspace_base": settings["flashinfer_workspace_base"]})
-    jit = ['echo "toolchain=$(pctfleet_toolchain_id "$VENV" "$CH")"']
+    jit = ['pf_kv toolchain "$(pctfleet_toolchain_id "$VENV" "$CH")"']
     for index, folder in enumerate(folders):
         stamp = q(f"{folder}/{STAMP}")
-        jit.append(f'[ -f {stamp} ] && echo "stamp{index}=$(cat {stamp})"')
+        jit.append(f'[ -f {stamp} ] && pf_kv stamp{index} "$(cat {stamp})"')
     server_vars = (
         f"PF={q(settings['server_pidfile'])}\nENVFILE={q(settings['server_env_file'])}\n"
         f"PORT={int(settings['server_port'])}\nURL={q(health_url(settings))}\nVENV={q(venv)}\n"
@@ -174,7 +176,7 @@ def gather_script(settings: Mapping[str, str]) -> str:
         "links": head + LINKS,
         "cccl": head + TREE_HASH + CCCL.replace("@MANIFEST@", MANIFEST),
         "jit": head + "\n".join(jit),
-        "server": server_vars + env_file_values(SERVER_ENV) + SERVER,
+        "server": server_vars + env_file_values(SERVER_ENV) + SERVER.replace("@PY_KV@", PY_KV),
     }
     return framing.build_script(sections)
 
@@ -198,8 +200,8 @@ class Gathered:
         folders: list[str],
         settings: Mapping[str, str] | None = None,
     ) -> Gathered:
-        """From section outputs (as the script printed them); for tests and `gather`."""
-        sections = {name: Fact(text, 0) for name, text in outputs.items()}
+        """From plain `key=value` section outputs, encoded as `pf_kv` prints them; for tests."""
+        sections = {name: Fact(encode_lines(text), 0) for name, text in outputs.items()}
         return cls(sections, dict(settings or {}), list(folders))
 
     def fields(self, section: str) -> dict[str, str]:
@@ -211,9 +213,7 @@ class Gathered:
     def lines(self, section: str, key: str) -> list[str]:
         """Every value of a key that may repeat (one `listen=` line per socket)."""
         self.fields(section)
-        prefix = f"{key}="
-        output = self.sections[section].output
-        return [line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix)]
+        return [value for name, value in decode_pairs(self.sections[section].output) if name == key]
 
     def toolchain(self) -> ToolchainFacts:
         self.fields("toolchain")
@@ -234,7 +234,7 @@ def gather(host: Any, settings: Mapping[str, str]) -> Gathered:
     else:
         result = host.run("/bin/sh -c %s", script)
     text = result.stdout_bytes.decode("utf-8", errors="replace")
-    sections = framing.parse_output(text)
+    sections = framing.parse_output(text, framing.nonce_of(script))
     if not sections:
         detail = result.stderr_bytes.decode("utf-8", errors="replace").strip()[-300:]
         raise MissingFacts(f"the fact script failed (exit {result.rc}): {detail or 'no output'}")

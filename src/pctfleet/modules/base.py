@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ..errors import PlaybookError, brief
+from ..factkv import decode_fields
 from .args import Args, Context
 
 T = TypeVar("T")
@@ -57,9 +58,8 @@ class Fact:
     status: int
 
     def fields(self) -> dict[str, str]:
-        """`key=value` lines as a dict (later lines win)."""
-        pairs = (line.split("=", 1) for line in self.output.splitlines() if "=" in line)
-        return {key: value for key, value in pairs}
+        """The `pf_kv` lines, decoded, as a dict (later lines win; other lines are dropped)."""
+        return decode_fields(self.output)
 
 
 class FactReader(Generic[T]):

@@ -8,7 +8,6 @@ The tree the wheel shipped is kept as `cccl.pctfleet-orig` for `state: absent`.
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
@@ -70,16 +69,16 @@ class CcclOverlay(LegacyModule):
         return (
             self._head(args)
             + r"""
-echo "cuda_home=$CH"
-echo "source=$SRC"
+pf_kv cuda_home "$CH"
+pf_kv source "$SRC"
 if [ -d "$SRC/libcudacxx/include" ]; then
-  echo "source_version=$(pctfleet_cccl_version "$SRC/libcudacxx/include")"
+  pf_kv source_version "$(pctfleet_cccl_version "$SRC/libcudacxx/include")"
 fi
-[ -d "$DST" ] && echo "dst_version=$(pctfleet_cccl_version "$DST")"
-[ -d "$ORIG" ] && echo orig=1
+[ -d "$DST" ] && pf_kv dst_version "$(pctfleet_cccl_version "$DST")"
+[ -d "$ORIG" ] && pf_kv orig 1
 if [ -f "$DST/.pctfleet-overlay.json" ]; then
-  echo "manifest=$(base64 -w0 < "$DST/.pctfleet-overlay.json")"
-  echo "tree_hash=$(pctfleet_tree_hash "$DST")"
+  pf_kv manifest "$(cat "$DST/.pctfleet-overlay.json")"
+  pf_kv tree_hash "$(pctfleet_tree_hash "$DST")"
 fi"""
         )
 
@@ -120,9 +119,10 @@ def _manifest(facts: dict[str, str]) -> dict | None:
     if "manifest" not in facts:
         return None
     try:
-        return json.loads(base64.b64decode(facts["manifest"]))
+        manifest = json.loads(facts["manifest"])
     except ValueError:
         return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def _matches(manifest: dict, wanted: dict, tree_hash: str | None) -> bool:
@@ -152,8 +152,16 @@ cp -a "$SRC/cub/cub" "$STAGE/cub"
 cp -a "$SRC/thrust/thrust" "$STAGE/thrust"
 hash=$(pctfleet_tree_hash "$STAGE")
 version=$(pctfleet_cccl_version "$STAGE")
-printf '{"source": "%s", "cccl_version": "%s", "tree_hash": "%s", "written": "%s"}\n' \
-  "$SRC" "$version" "$hash" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$STAGE/.pctfleet-overlay.json"
+# Written by json.dump: a source path holding a quote or a backslash stays valid JSON.
+python3 - "$SRC" "$version" "$hash" "$STAGE/.pctfleet-overlay.json" <<'PCTFLEET_PY'
+import json, sys, time
+source, version, tree_hash, path = sys.argv[1:5]
+written = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+manifest = {"source": source, "cccl_version": version, "tree_hash": tree_hash, "written": written}
+with open(path, "w") as fh:
+    json.dump(manifest, fh)
+    fh.write("\n")
+PCTFLEET_PY
 sync -f "$STAGE/.pctfleet-overlay.json" 2>/dev/null || true
 if [ ! -d "$DST" ]; then mv "$STAGE" "$DST"; exit 0; fi
 pctfleet_exchange "$STAGE" "$DST"

@@ -28,9 +28,9 @@ def _guard_probe(args: dict[str, Any]) -> str | None:
     """`creates`/`removes` are answered by the shared probe, not by running anything."""
     lines = []
     if args.get("creates"):
-        lines.append(f"[ -e {q(args['creates'])} ] && echo creates=1")
+        lines.append(f"[ -e {q(args['creates'])} ] && pf_kv creates 1")
     if args.get("removes"):
-        lines.append(f"[ -e {q(args['removes'])} ] || echo removes_missing=1")
+        lines.append(f"[ -e {q(args['removes'])} ] || pf_kv removes_missing 1")
     return "\n".join(lines) + "\ntrue" if lines else None
 
 

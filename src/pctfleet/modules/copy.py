@@ -18,12 +18,12 @@ def _content_probe(dest: str, want_diff: bool) -> str:
     lines = [
         stat_probe(dest),
         f"if [ -f {q(dest)} ] && [ ! -L {q(dest)} ]; then",
-        f'  s=$(sha256sum < {q(dest)}); echo "sha256=${{s%% *}}"',
+        f'  s=$(sha256sum < {q(dest)}); pf_kv sha256 "${{s%% *}}"',
     ]
     if want_diff:
         lines.append(
             f'  [ "$(wc -c < {q(dest)})" -le {DIFF_LIMIT} ] && '
-            f'echo "content=$(base64 -w0 < {q(dest)})"'
+            f'pf_kv content "$(base64 -w0 < {q(dest)})"'
         )
     lines.append("fi")
     return "\n".join(lines)

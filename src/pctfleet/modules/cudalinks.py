@@ -21,13 +21,13 @@ from .base import Fact, LegacyModule, Plan, q
 from .cudashell import preamble
 
 PROBE = r"""
-echo "cuda_home=$CH"
-for f in "$CH"/lib/libcudart.so.[0-9]*; do [ -e "$f" ] && echo "cudart=${f##*/}" && break; done
-echo "lib64=$(readlink "$CH/lib64")"
-echo "libcudart=$(readlink "$CH/lib/libcudart.so")"
-echo "libcuda=$(readlink "$CH/lib/stubs/libcuda.so")"
-[ -f "$CH/lib/stubs/.pctfleet-fallback" ] && echo fallback=1
-echo "driver=$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 .*=> \(.*\)/\1/p' | head -n 1)"
+pf_kv cuda_home "$CH"
+for f in "$CH"/lib/libcudart.so.[0-9]*; do [ -e "$f" ] && pf_kv cudart "${f##*/}" && break; done
+pf_kv lib64 "$(readlink "$CH/lib64")"
+pf_kv libcudart "$(readlink "$CH/lib/libcudart.so")"
+pf_kv libcuda "$(readlink "$CH/lib/stubs/libcuda.so")"
+[ -f "$CH/lib/stubs/.pctfleet-fallback" ] && pf_kv fallback 1
+pf_kv driver "$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 .*=> \(.*\)/\1/p' | head -n 1)"
 """
 
 FALLBACK = "libcuda.so.fallback"

@@ -4,21 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..cuda.facts import CUDA_HOME_FUNCTION
 from .base import q
-
-# The pip CUDA 13 wheels unpack into site-packages/nvidia/cu13, which works as CUDA_HOME.
-CUDA_HOME_FUNCTION = r"""
-pctfleet_cuda_home() {  # venv [explicit]
-  if [ -n "$2" ]; then echo "$2"; return; fi
-  for d in "$1"/lib/python3*/site-packages/nvidia/cu13; do
-    [ -d "$d" ] && { echo "$d"; return; }
-  done
-  echo "$1/lib/python3/site-packages/nvidia/cu13"
-}
-pctfleet_site() {  # venv
-  for d in "$1"/lib/python3*/site-packages; do [ -d "$d" ] && { echo "$d"; return; }; done
-}
-"""
 
 # What a JIT cache was built against: the toolchain's wheels, its links and its CCCL tree.
 # Any change here makes flashinfer's cached objects suspect (its cache key has no version).
@@ -37,16 +24,27 @@ pctfleet_toolchain_id() {  # venv cuda_home
 """
 
 
+NOT_YET = """if [ -z "$CH" ]; then
+  CH=$(pctfleet_site "$VENV"); CH="${CH:-$VENV/lib/python3/site-packages}/nvidia/cu13"
+fi
+"""
+
+
 def cuda_home_args(args: dict[str, Any]) -> tuple[str, str]:
     """(venv, explicit cuda_home or '') as quoted shell words."""
     return q(args.get("venv") or "/opt/sglang"), q(args.get("cuda_home") or "")
 
 
 def preamble(args: dict[str, Any]) -> str:
-    """Defines the functions above and sets $VENV and $CH for the rest of a script."""
+    """Defines the functions above and sets $VENV and $CH for the rest of a script.
+
+    With no toolkit installed yet $CH is where the wheels will unpack (never ''):
+    a change script must not write below /include.
+    """
     venv, explicit = cuda_home_args(args)
     return (
         CUDA_HOME_FUNCTION
         + TOOLCHAIN_ID_FUNCTION
-        + f'VENV={venv}\nCH=$(pctfleet_cuda_home "$VENV" {explicit})\n'
+        + f'VENV={venv}\npctfleet_find_cuda_home "$VENV" {explicit}\n'
+        + NOT_YET
     )

@@ -12,13 +12,15 @@ ROOT = {"owner": "root", "group": "root"}
 STATES = {"file", "directory", "absent", "link", "touch"}
 
 STAT_SNIPPET = """p={path}
-if [ -L "$p" ]; then echo type=link; echo "target=$(readlink -- "$p")"
-elif [ -d "$p" ]; then echo type=directory
-elif [ -e "$p" ]; then echo type=file
-else echo type=absent; fi
-if [ -e "$p" ] || [ -L "$p" ]; then stat -c 'mode=%a
-owner=%U
-group=%G' -- "$p"; fi"""
+if [ -L "$p" ]; then pf_kv type link; pf_kv target "$(readlink -- "$p")"
+elif [ -d "$p" ]; then pf_kv type directory
+elif [ -e "$p" ]; then pf_kv type file
+else pf_kv type absent; fi
+if [ -e "$p" ] || [ -L "$p" ]; then
+  pf_kv mode "$(stat -c %a -- "$p")"
+  pf_kv owner "$(stat -c %U -- "$p")"
+  pf_kv group "$(stat -c %G -- "$p")"
+fi"""
 
 
 def stat_probe(path: str) -> str:

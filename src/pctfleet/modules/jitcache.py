@@ -35,14 +35,14 @@ class FlashinferCache(LegacyModule):
         number(args, "stop_grace", where, self.name, integer=True)
 
     def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        lines = [preamble(args), 'echo "toolchain=$(pctfleet_toolchain_id "$VENV" "$CH")"']
+        lines = [preamble(args), 'pf_kv toolchain "$(pctfleet_toolchain_id "$VENV" "$CH")"']
         for index, folder in enumerate(cache_dirs(args)):
             lines.append(
                 f"[ -f {q(folder + '/' + STAMP)} ] && "
-                f'echo "stamp{index}=$(cat {q(folder + "/" + STAMP)})"'
+                f'pf_kv stamp{index} "$(cat {q(folder + "/" + STAMP)})"'
             )
             lines.append(
-                f'[ -d {q(folder)} ] && echo "entries{index}=$(ls -A {q(folder)} | '
+                f'[ -d {q(folder)} ] && pf_kv entries{index} "$(ls -A {q(folder)} | '
                 f"grep -vc '^{STAMP}$')\""
             )
         return "\n".join(lines)

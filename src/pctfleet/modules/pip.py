@@ -8,6 +8,7 @@ import shlex
 from typing import Any
 
 from ..errors import PlaybookError
+from ..factkv import PY_KV
 from .base import Fact, LegacyModule, Plan, q, words
 
 REQUIREMENT = re.compile(
@@ -15,13 +16,13 @@ REQUIREMENT = re.compile(
 )
 SPEC = re.compile(r"^\s*(==|>=|<=|!=|~=|>|<)\s*([A-Za-z0-9.*+!_-]+)\s*$")
 
-LIST_INSTALLED = """import importlib.metadata as m, json, re
+LIST_INSTALLED = PY_KV + """import importlib.metadata as m, json, re
 seen = {}
 for d in m.distributions():
     name = d.metadata["Name"]
     if name:
         seen[re.sub(r"[-_.]+", "-", name).lower()] = d.version
-print("pkgs=" + json.dumps(seen, sort_keys=True))"""
+pf_kv("pkgs", json.dumps(seen, sort_keys=True))"""
 
 
 def normalize(name: str) -> str:
@@ -119,7 +120,7 @@ class Pip(LegacyModule):
         py = q(self.python(args))
         return (
             f"if command -v {py} >/dev/null 2>&1; then {py} - <<'PCTFLEET_PY'\n"
-            f"{LIST_INSTALLED}\nPCTFLEET_PY\nelse echo venv=absent; fi"
+            f"{LIST_INSTALLED}\nPCTFLEET_PY\nelse pf_kv venv absent; fi"
         )
 
     def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from typing import Any
 
@@ -42,21 +43,21 @@ pctfleet_stop() {  # pidfile grace expect
 
 PROCESS_PROBE = r"""pf={pidfile}
 if [ -f "$pf" ]; then
-  pid=$(cat "$pf"); echo "pid=$pid"
+  pid=$(cat "$pf"); pf_kv pid "$pid"
   case $pid in ''|*[!0-9]*) ;; *)
     if kill -0 "$pid" 2>/dev/null && [ "$(cut -d' ' -f3 /proc/$pid/stat)" != Z ]; then
-      echo alive=1
+      pf_kv alive 1
       tr '\0' '\n' < /proc/$pid/environ 2>/dev/null |
-        grep -qx "PCTFLEET_SERVER={name}" && echo ours=1
+        grep -qx "PCTFLEET_SERVER={name}" && pf_kv ours 1
     fi ;;
   esac
-  [ -f "$pf.spec" ] && echo "spec=$(cat "$pf.spec")"
+  [ -f "$pf.spec" ] && pf_kv spec "$(cat "$pf.spec")"
 fi"""
 
 # The server's environment file is part of what it was launched with.
 ENV_FILE_SHA = (
-    'if [ -f {path} ]; then echo "envfile_sha=$(sha256sum < {path} | cut -c1-16)"; '
-    'else echo "envfile_sha=none"; fi'
+    'if [ -f {path} ]; then pf_kv envfile_sha "$(sha256sum < {path} | cut -c1-16)"; '
+    "else pf_kv envfile_sha none; fi"
 )
 
 # Readiness helpers that run inside the container; python3 is on every target we serve.
@@ -74,6 +75,17 @@ pctfleet_port() {
     "$1" "$2" 2>/dev/null
 }
 """
+
+
+# The env file is sourced by sh as root: a key is written unquoted, so it must be a name.
+SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _mapping(args: dict[str, Any], key: str, where: str) -> dict:
+    value = args.get(key) or {}
+    if not isinstance(value, dict):
+        raise PlaybookError(f"server: {key!r} must be a mapping", where=where)
+    return value
 
 
 def _defaults(args: dict[str, Any]) -> None:
@@ -112,6 +124,7 @@ class Server(LegacyModule):
         "ready_timeout",
         "fail_log",
         "env_file",
+        "env_file_vars",
     }
 
     def validate(self, args: dict[str, Any], where: str) -> None:
@@ -140,6 +153,13 @@ class Server(LegacyModule):
         if not isinstance(env, dict):
             raise PlaybookError("server: 'env' must be a mapping", where=where)
         args["_env"] = {str(k): str(v) for k, v in env.items()}
+        for key in (*args["_env"], *_mapping(args, "env_file_vars", where)):
+            if not SHELL_NAME.match(str(key)):
+                raise PlaybookError(
+                    f"server: environment variable name {str(key)!r} is not a shell "
+                    "identifier ([A-Za-z_][A-Za-z0-9_]*)",
+                    where=where,
+                )
         args["_spec"] = self.spec(args)
 
     @staticmethod
@@ -156,7 +176,7 @@ class Server(LegacyModule):
             lines += [
                 HTTP_STATUS,
                 'if [ -n "${pid:-}" ] && kill -0 "$pid" 2>/dev/null; then',
-                f'echo "health=$(pctfleet_http {q(args["ready_url"])})"; fi',
+                f'pf_kv health "$(pctfleet_http {q(args["ready_url"])})"; fi',
             ]
         return "\n".join(lines)
 

@@ -206,11 +206,12 @@ class CompileProbe(LegacyModule):
 
     def probe(self, args: dict[str, Any], want_diff: bool) -> str:
         return preamble(args) + (
-            'echo "toolchain=$(pctfleet_toolchain_id "$VENV" "$CH")"\n'
-            '[ -f "$CH/.pctfleet-probe" ] && echo "stamp=$(cat "$CH/.pctfleet-probe")"\n'
-            'echo "fi_cccl=$(pctfleet_site "$VENV")/flashinfer/data/cccl"\n'
-            '[ -d "$(pctfleet_site "$VENV")/flashinfer/data/cccl" ] && echo fi_present=1\n'
-            'echo "cuda_home=$CH"\n'
+            'pf_kv toolchain "$(pctfleet_toolchain_id "$VENV" "$CH")"\n'
+            '[ -f "$CH/.pctfleet-probe" ] && pf_kv stamp "$(cat "$CH/.pctfleet-probe")"\n'
+            'FI="$(pctfleet_site "$VENV")/flashinfer/data/cccl"\n'
+            'pf_kv fi_cccl "$FI"\n'
+            '[ -d "$FI" ] && pf_kv fi_present 1\n'
+            'pf_kv cuda_home "$CH"\n'
         )
 
     def plan(self, args: dict[str, Any], fact: Fact | None, check_mode: bool) -> Plan:

@@ -35,11 +35,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..factkv import encode_lines
 from .base import SCRIPT_ARGV, CommandTimeout, Sinks, Stdin, Target
 
 # One snippet of a probe script, as pctfleet.probe.build_script lays it out.
 _SNIPPET = re.compile(
-    r"printf '\\036pctfleet-fact-begin %s\\n' '(?P<key>[^']*)'\n"
+    r"printf '\\036pctfleet-fact-begin %s %s\\n' (?P<nonce>[0-9a-f]*) '(?P<key>[^']*)'\n"
     r"\(\n(?P<body>.*?)\n\) </dev/null 2>/dev/null\n"
     r"printf '\\036pctfleet-fact-end ",
     re.DOTALL,
@@ -83,14 +84,15 @@ class SimNode:
 def answer_probe(script: str, answer: Answer) -> str:
     """The output a probe script would print, each snippet answered by `answer`.
 
-    A snippet `answer` does not know (None) prints nothing and exits 0.
+    A snippet `answer` does not know (None) prints nothing and exits 0. Answers
+    are plain `key=value` lines: they are encoded here as `pf_kv` would print them.
     """
     parts = []
     for match in _SNIPPET.finditer(script):
-        key, output = match.group("key"), answer(match.group("body")) or ""
-        if output and not output.endswith("\n"):
-            output += "\n"
-        parts.append(f"\x1epctfleet-fact-begin {key}\n{output}\x1epctfleet-fact-end {key} 0\n")
+        key, nonce = match.group("key"), match.group("nonce")
+        output = encode_lines(answer(match.group("body")) or "")
+        begin, end = f"\x1epctfleet-fact-begin {nonce}", f"\x1epctfleet-fact-end {nonce}"
+        parts.append(f"{begin} {key}\n{output}{end} {key} 0\n")
     return "".join(parts)
 
 

@@ -1,0 +1,64 @@
+"""The one way a probe prints a fact: `KEY=` and the value base64-encoded, on one line.
+
+A value read from a container (a file's content, a link target, a PID) may
+hold newlines, `=` or a fake frame marker. Encoded, it can never become a key
+of its own or end a frame early, whatever the container's files say.
+
+    >>> decode_fields(encode_lines("a=1\\nb=x=y"))
+    {'a': '1', 'b': 'x=y'}
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+# `pf_kv KEY VALUE`: the shell side. Every snippet prints through it and nothing else.
+KV_FUNCTION = r"""pf_kv() { printf '%s=' "$1"; printf '%s' "$2" | base64 -w0; echo; }
+"""
+
+# The same for the python heredocs a probe runs (their output comes from metadata files).
+PY_KV = """import base64 as _b64
+def pf_kv(key, value):
+    print(key + "=" + _b64.b64encode(str(value).encode()).decode())
+"""
+
+
+def encode(value: str) -> str:
+    return base64.b64encode(value.encode()).decode()
+
+
+def decode(value: str) -> str | None:
+    """The value `pf_kv` encoded, or None when it is not such a value."""
+    try:
+        return base64.b64decode(value.strip(), validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def decode_pairs(text: str) -> list[tuple[str, str]]:
+    """Every `KEY=<base64>` line, decoded, in order; any other line is dropped."""
+    pairs = []
+    for line in text.splitlines():
+        key, sep, raw = line.partition("=")
+        value = decode(raw) if sep else None
+        if key and value is not None:
+            pairs.append((key, value))
+    return pairs
+
+
+def decode_fields(text: str) -> dict[str, str]:
+    """`decode_pairs` as a dict (later lines win)."""
+    return dict(decode_pairs(text))
+
+
+def encode_lines(text: str) -> str:
+    """Plain `key=value` lines as a probe prints them (for simulations and tests).
+
+    A line without `=` is output of its own (a whole-fact value) and stays as it is.
+    """
+    lines = []
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        lines.append(f"{key}={encode(value)}" if sep else line)
+    return "\n".join(lines) + ("\n" if lines else "")
