@@ -18,6 +18,7 @@ import pytest
 from pctfleet import probe
 from pctfleet.cuda.facts import parse_toolchain, toolchain_snippet
 from pctfleet.errors import PlaybookError
+from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact
 from pctfleet.modules.cccl import EXCHANGE, OVERLAY, CcclOverlay
 from pctfleet.modules.copy import Copy
@@ -147,11 +148,10 @@ def test_forged_cuda_links(tmp_path):
 def test_forged_file_link_target(tmp_path):
     link = tmp_path / "l"
     link.symlink_to(f"other\ntarget=/wanted\n{fake_end()}")
-    args = {"path": str(link), "state": "link", "src": "/wanted"}
-    File().validate(args, "t")
+    args = File().prepare({"path": str(link), "state": "link", "src": "/wanted"}, Context(), "t")
     fact = run(File().probe(args, False))
     assert fact.fields()["type"] == "link"
-    assert File().plan(args, fact, True).changed
+    assert File().decide(args, fact, True).changed
 
 
 def test_forged_copy_content(tmp_path):
