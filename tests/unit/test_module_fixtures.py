@@ -1,0 +1,101 @@
+"""Every module's decision, from fixtures: arguments + facts -> the plan it makes.
+
+Each file in tests/unit/modules/ holds one module's cases:
+
+    module: file
+    cases:
+      - name: a missing directory is made
+        args: {path: /srv/x, state: directory}
+        facts: {type: absent}          # what the probe snippet read, as fields
+        check: false                   # optional
+        expect:                        # only the keys given are compared
+          changed: true
+          script: "set -e\nmkdir -p -- /srv/x\n"
+
+No container, no root: a module's logic is tested in milliseconds. Where a
+module's fact knows the converged state, the harness also checks that the
+module plans nothing there (a second run changes nothing).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pctfleet.factkv import encode_lines
+from pctfleet.modules import REGISTRY
+from pctfleet.modules.args import Context
+from pctfleet.modules.base import Fact, World
+
+FIXTURES = Path(__file__).parent / "modules"
+
+
+def _cases() -> list[tuple[str, dict]]:
+    found = []
+    for path in sorted(FIXTURES.glob("*.yaml")):
+        document = yaml.safe_load(path.read_text())
+        for case in document["cases"]:
+            found.append((document["module"], case))
+    return found
+
+
+CASES = _cases()
+
+
+def _reading(facts: Any) -> Fact | None:
+    if facts is None:
+        return None
+    if isinstance(facts, str):  # a whole-fact value, printed as it is
+        return Fact(facts, 0)
+    lines = "".join(f"{key}={value}\n" for key, value in facts.items())
+    return Fact(encode_lines(lines), 0)
+
+
+def _observed(plan: Any) -> dict[str, Any]:
+    return {
+        "changed": plan.changed,
+        "failed": plan.failed,
+        "msg": plan.msg,
+        "script": plan.script,
+        "diff": plan.diff,
+        "pushes": [push.dest for push in plan.pushes],
+        "stdin": plan.stdin.decode(),
+        "result": plan.result,
+    }
+
+
+@pytest.mark.parametrize(("module_name", "case"), CASES, ids=[f"{m}: {c['name']}" for m, c in CASES])
+def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
+    module = REGISTRY[module_name]
+    ctx = Context(str(tmp_path), case.get("vars", {}))
+    args = module.prepare(dict(case["args"]), ctx, "fixture")
+    plan = module.decide(args, _reading(case.get("facts")), bool(case.get("check")))
+    observed = _observed(plan)
+    expected = case["expect"]
+    for key, wanted in expected.items():
+        if key == "msg_contains":
+            assert wanted in observed["msg"]
+        elif key == "script_contains":
+            for part in wanted:
+                assert part in (observed["script"] or "")
+        else:
+            assert observed[key] == wanted, key
+
+
+@pytest.mark.parametrize(("module_name", "case"), CASES, ids=[f"{m}: {c['name']}" for m, c in CASES])
+def test_nothing_to_do_where_converged(module_name: str, case: dict, tmp_path: Path) -> None:
+    module = REGISTRY[module_name]
+    if module.fact is None or case.get("converged") is False:
+        pytest.skip("no converged state for this module or case")
+    args = module.prepare(dict(case["args"]), Context(str(tmp_path)), "fixture")
+    fields = module.fact.converged(args, World())
+    plan = module.decide(args, _reading(fields), False)
+    assert not plan.changed and not plan.failed, plan
+
+
+def test_every_module_has_fixtures() -> None:
+    covered = {module for module, _ in CASES}
+    assert sorted(set(REGISTRY) - covered) == []
