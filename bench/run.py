@@ -278,7 +278,7 @@ def read_ansible(result: Measured) -> dict:
 
 
 STARTUP = {
-    "pctfleet_cli": [PYTHON, "-c", "import pctfleet.cli"],
+    "pctfleet_cli": [PYTHON, "-c", "import pctfleet.cli.main"],
     "floor": [PYTHON, "-c", "import paramiko, yaml, jinja2, pctfleet.transport.pct"],
 }
 

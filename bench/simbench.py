@@ -69,10 +69,10 @@ def count_compiles() -> list[int]:
 
 def run_point(containers: int, mode: str, latency: float, forks: int) -> dict:
     """One simulated run in this process: measured around prepare + execute only."""
-    from pctfleet import audit as drift
-    from pctfleet.engine import RunOptions
-    from pctfleet.fleet import RunRequest, execute, prepare
+    from pctfleet.cuda import audit as drift
     from pctfleet.inventory import load_inventory
+    from pctfleet.run.engine import RunOptions
+    from pctfleet.run.playbookrun import RunRequest, execute, prepare
     from pctfleet.transport.options import ConnectOptions
     from pctfleet.transport.sim import build_sim_fleet, converged_answers
 

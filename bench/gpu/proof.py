@@ -337,7 +337,7 @@ def run_doctor(cuda_home: Path, venv: str, work: Path) -> dict:
 def _doctor_library(env_file: Path, venv: str) -> dict:
     """The same diagnosis through the library, when the CLI cannot start here."""
     sys.path.insert(0, str(SRC))
-    from pctfleet.doctor import DoctorRequest, diagnose
+    from pctfleet.cuda.doctor import DoctorRequest, diagnose
     from pctfleet.transport.local import LocalTarget
 
     request = DoctorRequest(venv=venv, env_file=str(env_file), server_log=None)

@@ -1,2 +1,3 @@
 """pctfleet: fleet provisioner for GPU containers on Proxmox VE."""
+
 __version__ = "0.1.0"

@@ -1,3 +1,3 @@
-from .cli import main
+from pctfleet.cli.main import main
 
 main()

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pctfleet.journal import read as read_journal
 from pctfleet.lab import Lab
+from pctfleet.run.journal import read as read_journal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from reliability import scenario  # noqa: E402

@@ -21,8 +21,8 @@ import pytest
 from faultlab import KEYS, FaultLab, scenario
 
 from pctfleet.inventory import load_inventory
-from pctfleet.targets import build_fleet
 from pctfleet.transport.base import TransferError
+from pctfleet.transport.connections import build_fleet
 from pctfleet.transport.files import _push_stream
 from pctfleet.transport.options import ConnectOptions
 

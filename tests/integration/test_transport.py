@@ -298,7 +298,7 @@ def test_fifty_megabytes_stream_with_bounded_memory(info, tmp_path):
         argv.append("/dev/zero")
         code = (
             "import resource, sys\n"
-            "from pctfleet.cli import _invoke, app\n"
+            "from pctfleet.cli.main import _invoke, app\n"
             f"rc = _invoke(app, {argv!r})\n"
             "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
             f"open({str(report)!r}, 'w').write(str(peak))\n"

@@ -26,7 +26,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pctfleet import cli, exitcodes
+from pctfleet import exitcodes
+from pctfleet.cli import main as cli
 from pctfleet.cuda.rules import arch_parts
 from pctfleet.errors import InputError
 from pctfleet.inventory import (

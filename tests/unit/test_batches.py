@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from pctfleet.batches import order_containers, parse_serial, plan_batches
 from pctfleet.errors import InputError
+from pctfleet.run.batches import order_containers, parse_serial, plan_batches
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from pctfleet.cuda.compile_probe import gencode, parse_probe, probe_script
 from pctfleet.cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snippet
 from pctfleet.cuda.known_errors import scan
-from pctfleet.cuda.probe_cu import gencode, parse_probe, probe_script
 from pctfleet.cuda.rules import arch_parts, check, expected_components, verdict
-from pctfleet.factkv import encode_lines
+from pctfleet.facts.kv import encode_lines
 
 NVCC_VERSION = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2025 NVIDIA Corporation

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
-from pctfleet.engine import ContainerEngine, RunOptions
 from pctfleet.modules import known_args
-from pctfleet.playbook import load_playbook
-from pctfleet.results import ContainerRun
+from pctfleet.playbook.loader import load_playbook
+from pctfleet.run.engine import ContainerEngine, RunOptions
+from pctfleet.run.results import ContainerRun
 from pctfleet.transport.local import LocalTarget
 
 

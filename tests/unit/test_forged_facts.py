@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pctfleet import probe
 from pctfleet.cuda.facts import parse_toolchain, toolchain_snippet
 from pctfleet.errors import PlaybookError
+from pctfleet.facts import script as probe
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact
 from pctfleet.modules.cccl import EXCHANGE, OVERLAY, CcclOverlay
@@ -85,7 +85,7 @@ def test_two_site_packages_ask_the_venvs_own_python(tmp_path):
 
 def test_every_snippet_finds_cuda_home_through_the_one_function():
     """No module, audit, doctor or verify globs site-packages or names a Python version."""
-    for path in [*SRC.glob("modules/*.py"), SRC / "audit.py", SRC / "doctor.py",
+    for path in [*SRC.glob("modules/*.py"), SRC / "cuda/audit.py", SRC / "cuda/doctor.py",
                  SRC / "infra" / "__init__.py"]:  # fmt: skip
         text = path.read_text()
         assert "python3*" not in text, path
@@ -230,9 +230,7 @@ def test_a_bad_server_extra_env_key_stops_site_yml_at_preflight(tmp_path):
     """Exit 4, one line naming the key, before any connection (the node has no sshd)."""
     repo = Path(__file__).resolve().parents[2]
     inventory = tmp_path / "inv.yml"
-    inventory.write_text(
-        "nodes:\n  pve1:\n    address: 127.0.13.99\n    containers: {200: {}}\n"
-    )
+    inventory.write_text("nodes:\n  pve1:\n    address: 127.0.13.99\n    containers: {200: {}}\n")
     extra = json.dumps({"server_extra_env": {"OK": "1", "X;touch /tmp/p": "v"}})
     done = subprocess.run(
         [str(Path(sys.executable).parent / "pctfleet"), "run", str(repo / "playbooks/site.yml"),
@@ -245,7 +243,7 @@ def test_a_bad_server_extra_env_key_stops_site_yml_at_preflight(tmp_path):
 
 def test_the_env_file_finds_cuda_home_when_sourced(tmp_path):
     """site.yml gives no cuda_home: the env file finds the python3.13 venv's, under set -e."""
-    from pctfleet.templating import render_template_file
+    from pctfleet.playbook.templating import render_template_file
 
     repo = Path(__file__).resolve().parents[2]
     venv, ch = venv_tree(tmp_path)

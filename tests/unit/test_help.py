@@ -11,7 +11,7 @@ import typer
 import typer.main
 from typer.testing import CliRunner
 
-from pctfleet import cli
+from pctfleet.cli import main as cli
 
 SPACE_DOT = re.compile(r"\s\.(\s|$)")  # "go ." but not "... in" or "e.g. x"
 DOUBLED = re.compile(r"Usage: (\S+) \1\b")
@@ -24,25 +24,29 @@ def command_paths(command, path=()):
         yield from command_paths(sub, (*path, name))
 
 
-COMMANDS = [(app, prog, path, command)
-            for app, prog in ((cli.app, "pctfleet"), (cli.provision_app(), "provision"))
-            for path, command in command_paths(typer.main.get_command(app))]
+COMMANDS = [
+    (app, prog, path, command)
+    for app, prog in ((cli.app, "pctfleet"), (cli.provision_app(), "provision"))
+    for path, command in command_paths(typer.main.get_command(app))
+]
 
 
 def render_help(app: typer.Typer, prog: str, path: tuple[str, ...]) -> str:
-    result = CliRunner().invoke(app, [*path, "--help"], prog_name=prog,
-                                env={"COLUMNS": "120", "NO_COLOR": "1"})
+    result = CliRunner().invoke(
+        app, [*path, "--help"], prog_name=prog, env={"COLUMNS": "120", "NO_COLOR": "1"}
+    )
     assert result.exit_code == 0, result.output
     return " ".join(BOX.sub(" ", result.output).split())
 
 
-@pytest.mark.parametrize("app, prog, path, command", COMMANDS,
-                         ids=[" ".join((c[1], *c[2])) for c in COMMANDS])
+@pytest.mark.parametrize(
+    "app, prog, path, command", COMMANDS, ids=[" ".join((c[1], *c[2])) for c in COMMANDS]
+)
 def test_help_reads_cleanly(app, prog, path, command):
     text = render_help(app, prog, path)
     assert text.startswith(f"Usage: {' '.join((prog, *path))} "), text[:80]
     assert not DOUBLED.search(text), text[:80]
-    lone = [text[max(m.start() - 40, 0):m.end()] for m in SPACE_DOT.finditer(text)]
+    lone = [text[max(m.start() - 40, 0) : m.end()] for m in SPACE_DOT.finditer(text)]
     assert not lone, lone
     for param in command.params:
         # rich would drop "[default: ...]" written in a help text (show_default says it)

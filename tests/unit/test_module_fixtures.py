@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pctfleet.factkv import encode_lines
+from pctfleet.facts.kv import encode_lines
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, World
@@ -67,7 +67,9 @@ def _observed(plan: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(("module_name", "case"), CASES, ids=[f"{m}: {c['name']}" for m, c in CASES])
+@pytest.mark.parametrize(
+    ("module_name", "case"), CASES, ids=[f"{m}: {c['name']}" for m, c in CASES]
+)
 def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
     module = REGISTRY[module_name]
     ctx = Context(str(tmp_path), case.get("vars", {}))
@@ -85,7 +87,9 @@ def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
             assert observed[key] == wanted, key
 
 
-@pytest.mark.parametrize(("module_name", "case"), CASES, ids=[f"{m}: {c['name']}" for m, c in CASES])
+@pytest.mark.parametrize(
+    ("module_name", "case"), CASES, ids=[f"{m}: {c['name']}" for m, c in CASES]
+)
 def test_nothing_to_do_where_converged(module_name: str, case: dict, tmp_path: Path) -> None:
     module = REGISTRY[module_name]
     if module.fact is None or case.get("converged") is False:

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pctfleet.errors import InputError, PlaybookError
-from pctfleet.playbook import Handler, Play, Task, load_playbook, select_tasks, should_run
+from pctfleet.playbook.loader import Handler, Play, Task, load_playbook, select_tasks, should_run
 
 KNOWN: dict[str, set[str] | None] = {
     "command": {"cmd", "argv", "chdir", "creates", "removes", "stdin"},
@@ -85,25 +85,41 @@ def test_playbook_loads_plays_tasks_and_handlers(tmp_path):
     assert book.path == str(path)
     first, second = book.plays
     assert isinstance(first, Play)
-    assert (first.name, first.hosts, first.vars, first.tags) == \
-        ("GPU serving", "gpu", {"port": 30000}, frozenset({"serve"}))
+    assert (first.name, first.hosts, first.vars, first.tags) == (
+        "GPU serving",
+        "gpu",
+        {"port": 30000},
+        frozenset({"serve"}),
+    )
     assert first.loc == f"{path}:1"
     assert (second.name, second.hosts) == ("play #2", "pve1,pve2")
     probe, env, wait, marker = first.tasks
-    assert probe == Task("Probe", "command", {"cmd": "nvidia-smi -L"}, register="smi",
-                         changed_when=["False"],
-                         failed_when=["smi.rc != 0", "'GPU' not in smi.stdout"],
-                         tags=frozenset({"probe", "serve"}), loc=f"{path}:9")
-    assert (env.module, env.args, env.notify, env.when) == \
-        ("template", {"mode": "0644", "src": "env.j2", "dest": "/etc/sglang.env"},
-         ["restart server"], ["smi.rc == 0"])
+    assert probe == Task(
+        "Probe",
+        "command",
+        {"cmd": "nvidia-smi -L"},
+        register="smi",
+        changed_when=["False"],
+        failed_when=["smi.rc != 0", "'GPU' not in smi.stdout"],
+        tags=frozenset({"probe", "serve"}),
+        loc=f"{path}:9",
+    )
+    assert (env.module, env.args, env.notify, env.when) == (
+        "template",
+        {"mode": "0644", "src": "env.j2", "dest": "/etc/sglang.env"},
+        ["restart server"],
+        ["smi.rc == 0"],
+    )
     assert (wait.until, wait.retries, wait.delay, wait.timeout) == ("health.rc == 0", 3, 2.0, 30.0)
     assert (wait.no_log, wait.ignore_errors, wait.environment) == (True, True, {"NO_PROXY": "*"})
     assert (marker.name, marker.args) == ("copy", {"dest": "/tmp/marker", "content": "done"})
     (handler,) = first.handlers
     assert isinstance(handler, Handler)
-    assert (handler.name, handler.listen, handler.args) == \
-        ("restart server", ["restart", "bounce"], {"cmd": "systemctl restart sglang"})
+    assert (handler.name, handler.listen, handler.args) == (
+        "restart server",
+        ["restart", "bounce"],
+        {"cmd": "systemctl restart sglang"},
+    )
     assert second.tasks[0].args == {"msg": "hi", "anything": 1}
 
 
@@ -112,57 +128,104 @@ def test_defaults_of_a_bare_task(tmp_path):
     play = book.plays[0]
     task = play.tasks[0]
     assert (play.hosts, play.name) == ("all", "play #1")
-    assert (task.name, task.when, task.tags, task.retries, task.delay, task.timeout) == \
-        ("command", [], frozenset(), 0, 5.0, None)
+    assert (task.name, task.when, task.tags, task.retries, task.delay, task.timeout) == (
+        "command",
+        [],
+        frozenset(),
+        0,
+        5.0,
+        None,
+    )
     assert task.changed_when is None and task.failed_when is None
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("- hosts: all\n  tasks:\n    - name: Copy it\n      copy:\n        dset: /x\n",
-     "F:5: task 'Copy it': unknown argument 'dset' for module 'copy' (did you mean 'dest'?)"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      copy: {dest: /x}\n      args:\n"
-     "        mdoe: '0644'\n", "F:6: task 'T': unknown argument 'mdoe' for module 'copy'"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      comand: ls\n",
-     "F:4: task 'T': unknown module or keyword 'comand' (did you mean 'command'?)"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      whne: x\n",
-     "F:5: task 'T': unknown module or keyword 'whne' (did you mean 'when'?)"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      community.general.pip: {name: x}\n",
-     "F:4: task 'T': unknown module or keyword 'community.general.pip'"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      shell: ls\n",
-     "F:5: task 'T': task names more than one module: 'command', 'shell'"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      register: x\n", "F:3: task 'T': task names no"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      loop: [1]\n",
-     "F:5: task 'T': 'loop': loops are not supported"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      retries: -1\n",
-     "F:5: task 'T': 'retries' must be a whole number >= 0"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      delay: soon\n",
-     "F:5: task 'T': 'delay' must be a number >= 0"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      no_log: maybe\n",
-     "F:5: task 'T': 'no_log' must be true or false"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      register: 'a b'\n",
-     "F:5: task 'T': 'register' must be a variable name"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      when: 'x =='\n",
-     "F:5: task 'T': 'when': template syntax error"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      when: x | nosuchfilter\n",
-     "F:5: task 'T': 'when': template syntax error: No filter named 'nosuchfilter'"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: 'echo {{ x'\n",
-     "F:4: task 'T': 'command': template syntax error"),
-    ("- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      notify: restrat\n"
-     "  handlers:\n    - name: restart\n      command: ls\n",
-     "F:3: task 'T': notify 'restrat' names no handler (did you mean 'restart'?)"),
-    ("- hosts: all\n  handlers:\n    - {name: h, command: ls}\n    - {name: h, command: ls}\n",
-     "F:4: handler name 'h' is already used at F:3"),
-    ("- hosts: all\n  taks: []\n", "F:2: play 'play #1': unknown play key 'taks' "
-     "(did you mean 'tasks'?)"),
-    ("- hosts: all\n  roles: [x]\n", "F:2: play 'play #1': 'roles': roles are not supported"),
-    ("- hosts: ''\n  tasks: []\n", "F:1: play 'play #1': 'hosts' must be a non-empty"),
-    ("- hosts: all\n  tasks: {a: 1}\n", "F:2: play 'play #1': 'tasks' must be a list"),
-    ("- hosts: all\n  tasks:\n    - just a string\n", "F:3: a task must be a mapping"),
-    ("- hosts: all\n  vars:\n    1x: 2\n", "F:3: play 'play #1': '1x' is not a valid name"),
-    ("hosts: all\n", "F:1: a playbook is a list of plays"),
-    ("[]\n", "F:1: the playbook has no plays"),
-    ("- 5\n", "F:1: a play must be a mapping"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "- hosts: all\n  tasks:\n    - name: Copy it\n      copy:\n        dset: /x\n",
+            "F:5: task 'Copy it': unknown argument 'dset' for module 'copy' (did you mean 'dest'?)",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      copy: {dest: /x}\n      args:\n"
+            "        mdoe: '0644'\n",
+            "F:6: task 'T': unknown argument 'mdoe' for module 'copy'",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      comand: ls\n",
+            "F:4: task 'T': unknown module or keyword 'comand' (did you mean 'command'?)",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      whne: x\n",
+            "F:5: task 'T': unknown module or keyword 'whne' (did you mean 'when'?)",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      community.general.pip: {name: x}\n",
+            "F:4: task 'T': unknown module or keyword 'community.general.pip'",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      shell: ls\n",
+            "F:5: task 'T': task names more than one module: 'command', 'shell'",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      register: x\n",
+            "F:3: task 'T': task names no",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      loop: [1]\n",
+            "F:5: task 'T': 'loop': loops are not supported",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      retries: -1\n",
+            "F:5: task 'T': 'retries' must be a whole number >= 0",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      delay: soon\n",
+            "F:5: task 'T': 'delay' must be a number >= 0",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      no_log: maybe\n",
+            "F:5: task 'T': 'no_log' must be true or false",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      register: 'a b'\n",
+            "F:5: task 'T': 'register' must be a variable name",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      when: 'x =='\n",
+            "F:5: task 'T': 'when': template syntax error",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      when: x | nosuchfilter\n",
+            "F:5: task 'T': 'when': template syntax error: No filter named 'nosuchfilter'",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: 'echo {{ x'\n",
+            "F:4: task 'T': 'command': template syntax error",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      notify: restrat\n"
+            "  handlers:\n    - name: restart\n      command: ls\n",
+            "F:3: task 'T': notify 'restrat' names no handler (did you mean 'restart'?)",
+        ),
+        (
+            "- hosts: all\n  handlers:\n    - {name: h, command: ls}\n    - {name: h, command: ls}\n",
+            "F:4: handler name 'h' is already used at F:3",
+        ),
+        (
+            "- hosts: all\n  taks: []\n",
+            "F:2: play 'play #1': unknown play key 'taks' (did you mean 'tasks'?)",
+        ),
+        ("- hosts: all\n  roles: [x]\n", "F:2: play 'play #1': 'roles': roles are not supported"),
+        ("- hosts: ''\n  tasks: []\n", "F:1: play 'play #1': 'hosts' must be a non-empty"),
+        ("- hosts: all\n  tasks: {a: 1}\n", "F:2: play 'play #1': 'tasks' must be a list"),
+        ("- hosts: all\n  tasks:\n    - just a string\n", "F:3: a task must be a mapping"),
+        ("- hosts: all\n  vars:\n    1x: 2\n", "F:3: play 'play #1': '1x' is not a valid name"),
+        ("hosts: all\n", "F:1: a playbook is a list of plays"),
+        ("[]\n", "F:1: the playbook has no plays"),
+        ("- 5\n", "F:1: a play must be a mapping"),
+    ],
+)
 def test_validation_errors_name_file_line_task_and_key(tmp_path, text, expected):
     assert error(tmp_path, text).startswith(expected)
 
@@ -173,22 +236,36 @@ def test_yaml_errors_and_empty_file(tmp_path):
 
 
 def test_fqcn_and_none_arguments(tmp_path):
-    book = load_playbook(write(tmp_path, """\
+    book = load_playbook(
+        write(
+            tmp_path,
+            """\
         - hosts: all
           tasks:
             - ansible.legacy.shell: echo hi
             - ansible.builtin.debug:
-        """), KNOWN)
-    assert [(t.module, t.args) for t in book.plays[0].tasks] == \
-        [("shell", {"cmd": "echo hi"}), ("debug", {})]
+        """,
+        ),
+        KNOWN,
+    )
+    assert [(t.module, t.args) for t in book.plays[0].tasks] == [
+        ("shell", {"cmd": "echo hi"}),
+        ("debug", {}),
+    ]
 
 
 def test_import_tasks_is_expanded_with_when_and_tags(tmp_path):
     (tmp_path / "tasks").mkdir()
-    write(tmp_path, "- name: inner\n  command: ls\n  tags: [x]\n"
-                    "- import_tasks: deeper.yml\n", "tasks/inner.yml")
+    write(
+        tmp_path,
+        "- name: inner\n  command: ls\n  tags: [x]\n- import_tasks: deeper.yml\n",
+        "tasks/inner.yml",
+    )
     write(tmp_path, "- name: deepest\n  command: pwd\n", "tasks/deeper.yml")
-    book = load_playbook(write(tmp_path, """\
+    book = load_playbook(
+        write(
+            tmp_path,
+            """\
         - hosts: all
           tasks:
             - name: first
@@ -196,7 +273,10 @@ def test_import_tasks_is_expanded_with_when_and_tags(tmp_path):
             - import_tasks: tasks/inner.yml
               when: go
               tags: imported
-        """), KNOWN)
+        """,
+        ),
+        KNOWN,
+    )
     inner, deepest = book.plays[0].tasks[1:]
     assert (inner.name, inner.when, inner.tags) == ("inner", ["go"], frozenset({"x", "imported"}))
     assert inner.loc == f"{tmp_path / 'tasks' / 'inner.yml'}:1"
@@ -206,22 +286,30 @@ def test_import_tasks_is_expanded_with_when_and_tags(tmp_path):
 def test_import_errors(tmp_path):
     write(tmp_path, "- import_tasks: loop.yml\n", "loop.yml")
     assert "import loop or too deep: loop.yml -> loop.yml" in error(
-        tmp_path, "- hosts: all\n  tasks:\n    - import_tasks: loop.yml\n")
-    assert error(tmp_path, "- hosts: all\n  tasks:\n    - import_tasks: nope.yml\n") \
-        .startswith("F:3: task: 'import_tasks': task file 'nope.yml' not found")
-    assert error(tmp_path, "- hosts: all\n  tasks:\n    - import_tasks: x.yml\n"
-                           "      register: r\n").startswith(
-        "F:4: task: 'register' cannot be used with 'import_tasks'")
+        tmp_path, "- hosts: all\n  tasks:\n    - import_tasks: loop.yml\n"
+    )
+    assert error(tmp_path, "- hosts: all\n  tasks:\n    - import_tasks: nope.yml\n").startswith(
+        "F:3: task: 'import_tasks': task file 'nope.yml' not found"
+    )
+    assert error(
+        tmp_path, "- hosts: all\n  tasks:\n    - import_tasks: x.yml\n      register: r\n"
+    ).startswith("F:4: task: 'register' cannot be used with 'import_tasks'")
 
 
 def test_vars_files_are_merged_over_play_vars(tmp_path):
     write(tmp_path, "a: from-file\nb: 2\n", "vars.yml")
-    book = load_playbook(write(tmp_path, """\
+    book = load_playbook(
+        write(
+            tmp_path,
+            """\
         - hosts: all
           vars: {a: play, c: 3}
           vars_files: [vars.yml]
           tasks: []
-        """), KNOWN)
+        """,
+        ),
+        KNOWN,
+    )
     assert book.plays[0].vars == {"a": "from-file", "b": 2, "c": 3}
 
 
@@ -231,35 +319,51 @@ def test_vars_files_are_merged_over_play_vars(tmp_path):
 def _tasks() -> list[Task]:
     def t(name: str, *tags: str) -> Task:
         return Task(name, "command", tags=frozenset(tags))
-    return [t("plain"), t("a", "a"), t("b", "b"), t("always", "always"),
-            t("never", "never"), t("never_a", "never", "a")]
+
+    return [
+        t("plain"),
+        t("a", "a"),
+        t("b", "b"),
+        t("always", "always"),
+        t("never", "never"),
+        t("never_a", "never", "a"),
+    ]
 
 
-@pytest.mark.parametrize(("tags", "skip", "expected"), [
-    (None, None, ["plain", "a", "b", "always"]),
-    ({"all"}, None, ["plain", "a", "b", "always"]),
-    ({"a"}, None, ["a", "always", "never_a"]),
-    ({"never"}, None, ["always", "never", "never_a"]),
-    ({"tagged"}, None, ["a", "b", "always"]),
-    ({"untagged"}, None, ["plain", "always"]),
-    (None, {"a"}, ["plain", "b", "always"]),
-    (None, {"always"}, ["plain", "a", "b"]),
-    (None, {"all"}, ["always"]),
-    ({"a"}, {"always"}, ["a", "never_a"]),
-    (None, {"tagged"}, ["plain"]),
-    (None, {"untagged"}, ["a", "b", "always"]),
-])
+@pytest.mark.parametrize(
+    ("tags", "skip", "expected"),
+    [
+        (None, None, ["plain", "a", "b", "always"]),
+        ({"all"}, None, ["plain", "a", "b", "always"]),
+        ({"a"}, None, ["a", "always", "never_a"]),
+        ({"never"}, None, ["always", "never", "never_a"]),
+        ({"tagged"}, None, ["a", "b", "always"]),
+        ({"untagged"}, None, ["plain", "always"]),
+        (None, {"a"}, ["plain", "b", "always"]),
+        (None, {"always"}, ["plain", "a", "b"]),
+        (None, {"all"}, ["always"]),
+        ({"a"}, {"always"}, ["a", "never_a"]),
+        (None, {"tagged"}, ["plain"]),
+        (None, {"untagged"}, ["a", "b", "always"]),
+    ],
+)
 def test_select_tasks_follows_ansible_tag_rules(tags, skip, expected):
     assert [t.name for t in select_tasks(_tasks(), tags, skip)] == expected
 
 
 def test_play_tags_are_inherited(tmp_path):
-    book = load_playbook(write(tmp_path, """\
+    book = load_playbook(
+        write(
+            tmp_path,
+            """\
         - hosts: all
           tags: setup
           tasks:
             - command: ls
-        """), KNOWN)
+        """,
+        ),
+        KNOWN,
+    )
     tasks = book.plays[0].tasks
     assert select_tasks(tasks, {"setup"}, None) == tasks
     assert select_tasks(tasks, None, {"setup"}) == []
@@ -269,21 +373,59 @@ def test_play_tags_are_inherited(tmp_path):
 # ---------------------------------------------------------------- property
 
 
-VOCAB = ["hosts", "tasks", "handlers", "name", "command", "shell", "copy", "debug", "when",
-         "tags", "notify", "register", "args", "dest", "listen", "import_tasks", "vars",
-         "retries", "until", "{{ x }}", "{{", "never", "always"]
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**12), st.floats(),
-                    st.text(max_size=10), st.sampled_from(VOCAB))
+VOCAB = [
+    "hosts",
+    "tasks",
+    "handlers",
+    "name",
+    "command",
+    "shell",
+    "copy",
+    "debug",
+    "when",
+    "tags",
+    "notify",
+    "register",
+    "args",
+    "dest",
+    "listen",
+    "import_tasks",
+    "vars",
+    "retries",
+    "until",
+    "{{ x }}",
+    "{{",
+    "never",
+    "always",
+]
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 10**12),
+    st.floats(),
+    st.text(max_size=10),
+    st.sampled_from(VOCAB),
+)
 structures = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.one_of(st.sampled_from(VOCAB), st.text(max_size=6)),
-                                            inner, max_size=5)),
-    max_leaves=30)
-plays = st.lists(st.fixed_dictionaries({"hosts": scalars}, optional={
-    "tasks": st.lists(st.dictionaries(st.sampled_from(VOCAB), structures, max_size=4)),
-    "handlers": st.lists(st.dictionaries(st.sampled_from(VOCAB), structures, max_size=4)),
-    "vars": structures, "tags": structures}), max_size=3)
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(VOCAB), st.text(max_size=6)), inner, max_size=5),
+    ),
+    max_leaves=30,
+)
+plays = st.lists(
+    st.fixed_dictionaries(
+        {"hosts": scalars},
+        optional={
+            "tasks": st.lists(st.dictionaries(st.sampled_from(VOCAB), structures, max_size=4)),
+            "handlers": st.lists(st.dictionaries(st.sampled_from(VOCAB), structures, max_size=4)),
+            "vars": structures,
+            "tags": structures,
+        },
+    ),
+    max_size=3,
+)
 
 
 def _must_load_or_input_error(path: Path) -> None:
@@ -293,8 +435,9 @@ def _must_load_or_input_error(path: Path) -> None:
         assert len(str(err).splitlines()) == 1, str(err)
 
 
-@settings(max_examples=300, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.one_of(plays, structures))
 def test_random_structures_load_or_raise_input_error(tmp_path, data):
     path = tmp_path / "random.yml"
@@ -302,10 +445,10 @@ def test_random_structures_load_or_raise_input_error(tmp_path, data):
     _must_load_or_input_error(path)
 
 
-@settings(max_examples=300, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.text(alphabet=st.sampled_from(list("ab:-{}[]&*!?|>'\"#%@ \n\t,.01\x00é")),
-               max_size=60))
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(alphabet=st.sampled_from(list("ab:-{}[]&*!?|>'\"#%@ \n\t,.01\x00é")), max_size=60))
 def test_random_text_loads_or_raises_input_error(tmp_path, text):
     path = tmp_path / "junk.yml"
     path.write_text(text, encoding="utf-8")

@@ -8,12 +8,13 @@ import textwrap
 
 import pytest
 
-from pctfleet import cli, exitcodes
+from pctfleet import exitcodes
+from pctfleet.cli import main as cli
 from pctfleet.errors import InputError
-from pctfleet.fleet import preflight
 from pctfleet.inventory import inventory_from_text
 from pctfleet.modules import known_args
-from pctfleet.playbook import load_playbook
+from pctfleet.playbook.loader import load_playbook
+from pctfleet.run.playbookrun import preflight
 from pctfleet.transport import ssh
 from pctfleet.transport.base import NodeUnreachable
 
@@ -94,7 +95,8 @@ def test_a_condition_naming_a_registered_result_waits_for_it(tmp_path):
 
 def test_a_variable_built_from_a_registered_result_waits_for_it(tmp_path):
     book = tmp_path / "book.yml"
-    book.write_text(textwrap.dedent("""\
+    book.write_text(
+        textwrap.dedent("""\
         - hosts: all
           vars:
             wanted: "{{ out.stdout }}"
@@ -104,7 +106,8 @@ def test_a_variable_built_from_a_registered_result_waits_for_it(tmp_path):
               register: out
             - name: a folder
               file: {path: /srv/x, mode: "{{ wanted }}"}
-        """))
+        """)
+    )
     play = load_playbook(book, known_args()).plays[0]
     inventory = inventory_from_text(INVENTORY)
     preflight(play, play.tasks, inventory.containers, inventory, {}, str(tmp_path))
@@ -114,7 +117,8 @@ def test_the_run_command_rejects_it_before_connecting(tmp_path, monkeypatch):
     inventory = tmp_path / "inv.yml"
     inventory.write_text(INVENTORY.replace("10.1.2.6", "127.0.13.99"))
     book = tmp_path / "book.yml"
-    book.write_text(textwrap.dedent("""\
+    book.write_text(
+        textwrap.dedent("""\
         - hosts: all
           tasks:
             - name: read
@@ -122,7 +126,8 @@ def test_the_run_command_rejects_it_before_connecting(tmp_path, monkeypatch):
               register: out
             - name: a folder
               file: {path: /tmp/output, mode: 'bad'}
-        """))
+        """)
+    )
     connects = []
 
     def refuse(self):  # noqa: ANN001

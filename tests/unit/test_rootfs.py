@@ -50,7 +50,9 @@ def apt_dir(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_deb822_sources_give_the_enabled_binary_uris(tmp_path):
     apt = apt_dir(tmp_path, {"sources.list.d/debian.sources": DEB822})
     assert rootfs.apt_source_urls(apt) == [
-        "http://mirror.example.test/debian/", "http://mirror.example.test/debian-security"]
+        "http://mirror.example.test/debian/",
+        "http://mirror.example.test/debian-security",
+    ]
     assert rootfs.read_mirror(apt) == "http://mirror.example.test/debian"
 
 
@@ -58,8 +60,10 @@ def test_one_line_sources_in_both_places(tmp_path):
     extra = "deb http://three.example.test/x sid main\n"
     apt = apt_dir(tmp_path, {"sources.list": ONE_LINE, "sources.list.d/extra.list": extra})
     assert rootfs.apt_source_urls(apt) == [
-        "https://one.example.test/debian", "http://two.example.test/debian",
-        "http://three.example.test/x"]
+        "https://one.example.test/debian",
+        "http://two.example.test/debian",
+        "http://three.example.test/x",
+    ]
     assert rootfs.read_mirror(apt) == "https://one.example.test/debian"
 
 
@@ -68,13 +72,19 @@ def test_a_list_file_in_the_parts_folder_alone_is_enough(tmp_path):
     assert rootfs.read_mirror(apt) == "https://one.example.test/debian"
 
 
-@pytest.mark.parametrize("files", [
-    {},
-    {"sources.list": "# deb http://x.example.test/debian bookworm main\n",
-     "sources.list.d/off.sources": "Enabled: no\nTypes: deb\nURIs: http://y.example.test/d\n"},
-    {"sources.list.d/security.sources":
-     "Types: deb\nURIs: http://s.example.test/debian-security\nSuites: bookworm-security\n"},
-])
+@pytest.mark.parametrize(
+    "files",
+    [
+        {},
+        {
+            "sources.list": "# deb http://x.example.test/debian bookworm main\n",
+            "sources.list.d/off.sources": "Enabled: no\nTypes: deb\nURIs: http://y.example.test/d\n",
+        },
+        {
+            "sources.list.d/security.sources": "Types: deb\nURIs: http://s.example.test/debian-security\nSuites: bookworm-security\n"
+        },
+    ],
+)
 def test_no_mirror_is_one_line_naming_the_file_to_fix(tmp_path, files):
     apt = apt_dir(tmp_path, files)
     with pytest.raises(LabError) as err:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pctfleet import audit as drift
-from pctfleet import probe
-from pctfleet.engine import RunOptions
-from pctfleet.fleet import RunRequest, execute, prepare
+from pctfleet.cuda import audit as drift
+from pctfleet.facts import script as probe
 from pctfleet.inventory import load_inventory
+from pctfleet.run.engine import RunOptions
+from pctfleet.run.playbookrun import RunRequest, execute, prepare
 from pctfleet.transport.base import CommandTimeout
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.transport.sim import (

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pctfleet.errors import TemplateError
-from pctfleet.templating import (
+from pctfleet.playbook.templating import (
     REDACTED,
     Secret,
     Unsafe,
@@ -48,11 +48,32 @@ def fail(value, variables=VARS, where=WHERE) -> str:
 
 
 def test_single_expression_keeps_its_type():
-    got = render({"n": "{{ n }}", "items": "{{ items }}", "dict": "{{ result }}",
-                  "text": "n={{ n }}", "num_text": "{{ num_text }}",
-                  "plain": "13.0", "ws": "{{- n -}}", "none": None, "int": 5}, VARS, where=WHERE)
-    assert got == {"n": 3, "items": ["a", "b"], "dict": VARS["result"], "text": "n=3",
-                   "num_text": "13.0", "plain": "13.0", "ws": 3, "none": None, "int": 5}
+    got = render(
+        {
+            "n": "{{ n }}",
+            "items": "{{ items }}",
+            "dict": "{{ result }}",
+            "text": "n={{ n }}",
+            "num_text": "{{ num_text }}",
+            "plain": "13.0",
+            "ws": "{{- n -}}",
+            "none": None,
+            "int": 5,
+        },
+        VARS,
+        where=WHERE,
+    )
+    assert got == {
+        "n": 3,
+        "items": ["a", "b"],
+        "dict": VARS["result"],
+        "text": "n=3",
+        "num_text": "13.0",
+        "plain": "13.0",
+        "ws": 3,
+        "none": None,
+        "int": 5,
+    }
     assert isinstance(got["num_text"], str)  # a string that looks like a number stays text
 
 
@@ -62,8 +83,10 @@ def test_nested_structures_and_trailing_newline():
 
 
 def test_variables_built_from_variables_render_lazily():
-    assert render("{{ nvcc }}", VARS, where=WHERE) == \
-        "/opt/venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"
+    assert (
+        render("{{ nvcc }}", VARS, where=WHERE)
+        == "/opt/venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"
+    )
     # an unused broken variable is not an error, as in Ansible
     assert render("{{ n }}", {**VARS, "broken": "{{ nope }}"}, where=WHERE) == 3
 
@@ -73,27 +96,33 @@ def test_variable_loop_is_an_error():
     assert msg == f"{WHERE}: variable refers to itself: a -> b -> a"
 
 
-@pytest.mark.parametrize(("template", "expected"), [
-    ("{{ foo }}", "undefined variable 'foo'"),
-    ("x {{ foo }} y", "undefined variable 'foo'"),
-    ("{{ foo.bar }}", "undefined variable 'foo'"),
-    ("{{ result.nope }}", "undefined variable or attribute 'nope'"),
-    ("{{ bad }}", "undefined variable 'missing_inner' (in variable 'bad')"),
-    ("{{ foo | mandatory }}", "undefined variable 'foo' (marked mandatory)"),
-])
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("{{ foo }}", "undefined variable 'foo'"),
+        ("x {{ foo }} y", "undefined variable 'foo'"),
+        ("{{ foo.bar }}", "undefined variable 'foo'"),
+        ("{{ result.nope }}", "undefined variable or attribute 'nope'"),
+        ("{{ bad }}", "undefined variable 'missing_inner' (in variable 'bad')"),
+        ("{{ foo | mandatory }}", "undefined variable 'foo' (marked mandatory)"),
+    ],
+)
 def test_undefined_variables_are_named_with_where(template, expected):
     msg = fail(template, {**VARS, "bad": "{{ missing_inner }}"})
     assert msg.startswith(f"{WHERE}: {expected}")
 
 
-@pytest.mark.parametrize(("template", "expected"), [
-    ("{{ n + }}", "template syntax error"),
-    ("{% if %}", "template syntax error"),
-    ("{{ n | nosuch }}", "template syntax error: No filter named 'nosuch'"),
-    ("{{ 1 / 0 }}", "template error: ZeroDivisionError"),
-    ("{{ 'a' + 1 }}", "template error: TypeError"),
-    ("{{ '!!' | b64decode }}", "b64decode:"),
-])
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("{{ n + }}", "template syntax error"),
+        ("{% if %}", "template syntax error"),
+        ("{{ n | nosuch }}", "template syntax error: No filter named 'nosuch'"),
+        ("{{ 1 / 0 }}", "template error: ZeroDivisionError"),
+        ("{{ 'a' + 1 }}", "template error: TypeError"),
+        ("{{ '!!' | b64decode }}", "b64decode:"),
+    ],
+)
 def test_other_template_errors_are_one_line(template, expected):
     assert fail(template).startswith(f"{WHERE}: {expected}")
 
@@ -105,7 +134,7 @@ def test_filters():
         "{{ 'off' | bool }}": False,
         "{{ '42' | int }}": 42,
         "{{ items | join(',') }}": "a,b",
-        "{{ \"it's\" | quote }}": "'it'\"'\"'s'",
+        '{{ "it\'s" | quote }}': "'it'\"'\"'s'",
         "{{ path | basename }}": "server.env",
         "{{ path | dirname }}": "/etc/sglang",
         "{{ 'cu12.8' | regex_replace('^cu', 'cuda-') }}": "cuda-12.8",
@@ -122,22 +151,25 @@ def test_filters():
     assert yaml.safe_load(render("{{ items | to_yaml }}", VARS, where=WHERE)) == ["a", "b"]
 
 
-@pytest.mark.parametrize(("expr", "expected"), [
-    ("result.rc == 0", True),
-    ("result.rc != 0", False),
-    ("x is defined", False),
-    ("n is defined and n > 2", True),
-    ("'RTX' in result.stdout", True),
-    ("{{ n > 5 }}", False),
-    ("result is failed", False),
-    ("result is succeeded", True),
-    ("result is changed", True),
-    ("'13.0.88' is version('13.0', '>=')", True),
-    ("'12.8' is version('12.9', '<')", True),
-    ("result.stdout is search('PRO')", True),
-    ("flag | bool", True),
-    (True, True),
-])
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("result.rc == 0", True),
+        ("result.rc != 0", False),
+        ("x is defined", False),
+        ("n is defined and n > 2", True),
+        ("'RTX' in result.stdout", True),
+        ("{{ n > 5 }}", False),
+        ("result is failed", False),
+        ("result is succeeded", True),
+        ("result is changed", True),
+        ("'13.0.88' is version('13.0', '>=')", True),
+        ("'12.8' is version('12.9', '<')", True),
+        ("result.stdout is search('PRO')", True),
+        ("flag | bool", True),
+        (True, True),
+    ],
+)
 def test_evaluate(expr, expected):
     assert evaluate(expr, VARS, where=WHERE) == expected
 
@@ -168,8 +200,11 @@ def test_placeholders_for_later_results_fail_only_when_used():
 
 
 def test_referenced_names_come_from_the_parsed_templates():
-    args = {"path": "/tmp/output", "mode": "{{ m | default('0644') }}",
-            "lines": ["{% for x in out.lines %}{{ x }}{% endfor %}", Unsafe("{{ raw }}")]}
+    args = {
+        "path": "/tmp/output",
+        "mode": "{{ m | default('0644') }}",
+        "lines": ["{% for x in out.lines %}{{ x }}{% endfor %}", Unsafe("{{ raw }}")],
+    }
     assert referenced_names(args) == {"m", "out"}
     assert referenced_names(["out.rc == 0 and n > 1"], expression=True) == {"out", "n"}
     assert referenced_names("{{ out.stdout }}", expression=True) == {"out"}
@@ -231,9 +266,15 @@ def test_secret_renders_real_value_and_redact_hides_it():
 
 
 def test_redact_by_variable_name_and_secret_vars():
-    variables = {"db_password": "pw1", "api_token": "tok-2", "my_secret": "xyz",
-                 "plain": "visible", "license_key": "LIC", "secret_vars": ["license_key"],
-                 "derived_password": "{{ plain }}-x"}
+    variables = {
+        "db_password": "pw1",
+        "api_token": "tok-2",
+        "my_secret": "xyz",
+        "plain": "visible",
+        "license_key": "LIC",
+        "secret_vars": ["license_key"],
+        "derived_password": "{{ plain }}-x",
+    }
     text = "pw1 tok-2 xyz visible LIC visible-x"
     assert redact(text, variables) == " ".join([REDACTED] * 3 + ["visible", REDACTED, REDACTED])
     assert redact("", variables) == ""

@@ -12,18 +12,18 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from pctfleet import auditview, doctorview, report
-from pctfleet.audit import ContainerAudit, DriftItem
+from pctfleet.cli import auditview, doctorview, report
+from pctfleet.cli.rollout import _finish, _printer
+from pctfleet.cuda.audit import ContainerAudit, DriftItem
+from pctfleet.cuda.compile_probe import ProbeResult
+from pctfleet.cuda.doctor import Diagnosis
 from pctfleet.cuda.facts import ToolchainFacts
 from pctfleet.cuda.known_errors import Finding
-from pctfleet.cuda.probe_cu import ProbeResult
 from pctfleet.cuda.rules import RuleResult
-from pctfleet.doctor import Diagnosis
 from pctfleet.lab import cli as labcli
 from pctfleet.lab.model import ContainerStatus, LabError, LabStatus, NodeStatus
-from pctfleet.results import ContainerRun, TaskResult
-from pctfleet.rollout import RolloutResult
-from pctfleet.rolloutcli import _finish, _printer
+from pctfleet.run.results import ContainerRun, TaskResult
+from pctfleet.run.rollout import RolloutResult
 from pctfleet.textout import line, visible
 from pctfleet.verify.runner import CheckResult, ContainerResult, VerifyResult
 from pctfleet.verify.runner import render as verify_render

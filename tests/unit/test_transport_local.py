@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from pctfleet.adhoc import LinePrefixer
+from pctfleet.run.adhoc import LinePrefixer
 from pctfleet.transport.base import UNREACHED, CommandTimeout, TransferError, TransportError
 from pctfleet.transport.files import pull, push
 from pctfleet.transport.local import LocalTarget

@@ -11,7 +11,7 @@ import testinfra
 import testinfra.backend
 import yaml
 
-from pctfleet.factkv import KV_FUNCTION, decode_fields
+from pctfleet.facts.kv import KV_FUNCTION, decode_fields
 from pctfleet.infra import (
     SERVER_ENV,
     Gathered,

@@ -6,10 +6,10 @@
 - `probe_cu`: a tiny CCCL + link compile that reproduces JIT failures in seconds.
 """
 
-from .facts import ToolchainFacts, parse_toolchain, toolchain_snippet
-from .known_errors import KNOWN_ERRORS, Finding, KnownError, scan
-from .probe_cu import PROBE_SOURCE, ProbeResult, parse_probe, probe_script
-from .rules import RuleResult, check, expected_components, verdict
+from pctfleet.cuda.compile_probe import PROBE_SOURCE, ProbeResult, parse_probe, probe_script
+from pctfleet.cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snippet
+from pctfleet.cuda.known_errors import KNOWN_ERRORS, Finding, KnownError, scan
+from pctfleet.cuda.rules import RuleResult, check, expected_components, verdict
 
 __all__ = [
     "KNOWN_ERRORS",

@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..factkv import KV_FUNCTION, PY_KV, decode_pairs
+from pctfleet.facts.kv import KV_FUNCTION, PY_KV, decode_pairs
 
 # The wheels whose versions the rules compare (DOMAIN: section 2).
 PIP_NAMES = (

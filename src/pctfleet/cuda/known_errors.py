@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from .rules import EXTRAS, LINKS_FIX
+from pctfleet.cuda.rules import EXTRAS, LINKS_FIX
 
 MAX_LINE = 300
 _PINNED = f'pip install "cuda-toolkit[{EXTRAS}]==<torch\'s version>" (never nvidia-cuda-nvcc alone)'

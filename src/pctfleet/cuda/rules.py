@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from .facts import ToolchainFacts, major_minor, version_tuple
+from pctfleet.cuda.facts import ToolchainFacts, major_minor, version_tuple
 
 COMPONENTS = (
     "nvidia-cuda-nvcc",

@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pctfleet import probe as framing
 from pctfleet.cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snippet
 from pctfleet.cuda.rules import check as toolchain_rules
-from pctfleet.factkv import PY_KV, decode_pairs, encode_lines
+from pctfleet.facts import script as framing
+from pctfleet.facts.kv import PY_KV, decode_pairs, encode_lines
 from pctfleet.modules.base import Fact, q
 from pctfleet.modules.cccl import MANIFEST, TREE_HASH
 from pctfleet.modules.cudashell import preamble

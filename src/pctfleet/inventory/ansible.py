@@ -22,15 +22,18 @@ from pctfleet.inventory.checks import (
 )
 from pctfleet.inventory.groups import GroupSpec, by_precedence, resolve_groups, with_groups
 from pctfleet.inventory.model import Container, Group, Inventory, Node
-from pctfleet.yamlsrc import YamlMap
+from pctfleet.playbook.yamlsrc import YamlMap
 
 ANSIBLE_GROUP_KEYS = ("hosts", "children", "vars")
 # Host vars that describe the connection; they configure the node and are not
 # passed on as container vars.
 ANSIBLE_CONNECTION_VARS = {
-    "ansible_host": "address", "ansible_ssh_host": "address",
-    "ansible_port": "port", "ansible_ssh_port": "port",
-    "ansible_user": "user", "ansible_ssh_user": "user",
+    "ansible_host": "address",
+    "ansible_ssh_host": "address",
+    "ansible_port": "port",
+    "ansible_ssh_port": "port",
+    "ansible_user": "user",
+    "ansible_ssh_user": "user",
     "ansible_ssh_private_key_file": "identity",
     "proxmox_vmid": "ctid",
 }
@@ -97,15 +100,18 @@ def parse_ansible(doc: YamlMap, src: Src) -> Inventory:
         ids.append(host.name)
     if not containers:
         raise InventoryError("no host has 'proxmox_vmid': nothing to manage", where=src.name)
-    groups = _ansible_groups(host_groups, dict(zip(ids, (c.key for c in containers),
-                                                   strict=True)))
-    return Inventory(nodes, with_groups(containers, groups), groups,
-                     _strip_connection(all_spec.vars), src.name)
+    groups = _ansible_groups(host_groups, dict(zip(ids, (c.key for c in containers), strict=True)))
+    return Inventory(
+        nodes, with_groups(containers, groups), groups, _strip_connection(all_spec.vars), src.name
+    )
 
 
-def _ansible_host_vars(host: _AnsibleHost, all_vars: Mapping[str, Any],
-                       groups: Mapping[str, Group],
-                       specs: Mapping[str, GroupSpec]) -> dict[str, Any]:
+def _ansible_host_vars(
+    host: _AnsibleHost,
+    all_vars: Mapping[str, Any],
+    groups: Mapping[str, Group],
+    specs: Mapping[str, GroupSpec],
+) -> dict[str, Any]:
     """Ansible's precedence: all < groups by depth then name < host."""
     merged = dict(all_vars)
     for g in by_precedence(groups):
@@ -115,41 +121,52 @@ def _ansible_host_vars(host: _AnsibleHost, all_vars: Mapping[str, Any],
     return merged
 
 
-def _ansible_container(src: Src, host: _AnsibleHost, hv: Mapping[str, Any],
-                       nodes: dict[str, Node]) -> Container:
+def _ansible_container(
+    src: Src, host: _AnsibleHost, hv: Mapping[str, Any], nodes: dict[str, Node]
+) -> Container:
     ctx = f"host {host.name!r}"
-    conn = {field_: hv[var] for var, field_ in reversed(ANSIBLE_CONNECTION_VARS.items())
-            if var in hv}
+    conn = {
+        field_: hv[var] for var, field_ in reversed(ANSIBLE_CONNECTION_VARS.items()) if var in hv
+    }
     ctid = check_ctid(conn["ctid"])
     if ctid is None:
-        raise InventoryError(f"{ctx}: proxmox_vmid {brief(conn['ctid'])} is invalid "
-                             f"({CTID_HELP})", where=host.where)
+        raise InventoryError(
+            f"{ctx}: proxmox_vmid {brief(conn['ctid'])} is invalid ({CTID_HELP})", where=host.where
+        )
     node = _ansible_node(host, conn, ctx)
     known = nodes.setdefault(node.name, node)
     if known != node:
-        raise InventoryError(f"{ctx}: node {node.name!r} is reached with different "
-                             "ansible_port/ansible_user/key file by another host",
-                             where=host.where)
+        raise InventoryError(
+            f"{ctx}: node {node.name!r} is reached with different "
+            "ansible_port/ansible_user/key file by another host",
+            where=host.where,
+        )
     return Container(known, ctid, host.name, vars=_strip_connection(host.vars))
 
 
 def _ansible_node(host: _AnsibleHost, conn: Mapping[str, Any], ctx: str) -> Node:
     if "address" not in conn:
-        raise InventoryError(f"{ctx}: has proxmox_vmid but no ansible_host (the address "
-                             "of its Proxmox node)", where=host.where)
+        raise InventoryError(
+            f"{ctx}: has proxmox_vmid but no ansible_host (the address of its Proxmox node)",
+            where=host.where,
+        )
     problem = check_address(conn["address"])
     port = valid_port(conn.get("port", 22))
     if problem or port is None:
-        detail = f"ansible_host {problem}" if problem else \
-            f"ansible_port must be an integer 1-65535, got {brief(conn.get('port'))}"
+        detail = (
+            f"ansible_host {problem}"
+            if problem
+            else f"ansible_port must be an integer 1-65535, got {brief(conn.get('port'))}"
+        )
         raise InventoryError(f"{ctx}: {detail}", where=host.where)
     user = conn.get("user", "root")
     if check_address(user):
         raise InventoryError(f"{ctx}: ansible_user {check_address(user)}", where=host.where)
     identity = conn.get("identity")
     if identity is not None and (not isinstance(identity, str) or not identity.strip()):
-        raise InventoryError(f"{ctx}: ansible_ssh_private_key_file must be a path",
-                             where=host.where)
+        raise InventoryError(
+            f"{ctx}: ansible_ssh_private_key_file must be a path", where=host.where
+        )
     return Node(conn["address"], conn["address"], port, user, expand_path(identity))
 
 
@@ -159,6 +176,11 @@ def _strip_connection(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _ansible_groups(groups: Mapping[str, Group], key_of: Mapping[str, str]) -> dict[str, Group]:
     """Host-name members -> container keys; hosts without a ctid drop out."""
-    return {name: replace(g, members=tuple(key_of[m] for m in g.members if m in key_of),
-                          vars=_strip_connection(g.vars))
-            for name, g in groups.items()}
+    return {
+        name: replace(
+            g,
+            members=tuple(key_of[m] for m in g.members if m in key_of),
+            vars=_strip_connection(g.vars),
+        )
+        for name, g in groups.items()
+    }

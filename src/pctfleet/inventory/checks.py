@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pctfleet.errors import InventoryError, brief, did_you_mean
-from pctfleet.yamlsrc import YamlList, YamlMap, plain
+from pctfleet.playbook.yamlsrc import YamlList, YamlMap, plain
 
 CTID_MIN = 100
 CTID_MAX = 999_999_999
@@ -29,8 +29,9 @@ class Src:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def fail(self, message: str, obj: Any = None, key: Any = None, *,
-             ctx: str = "") -> InventoryError:
+    def fail(
+        self, message: str, obj: Any = None, key: Any = None, *, ctx: str = ""
+    ) -> InventoryError:
         where = obj.where(key) if isinstance(obj, YamlMap | YamlList) else self.name
         return InventoryError(f"{ctx}: {message}" if ctx else message, where=where)
 
@@ -38,8 +39,13 @@ class Src:
 def check_keys(src: Src, m: YamlMap, allowed: Sequence[str], ctx: str) -> None:
     for key in m:
         if key not in allowed:
-            raise src.fail(f"unknown key {brief(key)}{did_you_mean(key, allowed)}; "
-                           f"expected one of: {', '.join(allowed)}", m, key, ctx=ctx)
+            raise src.fail(
+                f"unknown key {brief(key)}{did_you_mean(key, allowed)}; "
+                f"expected one of: {', '.join(allowed)}",
+                m,
+                key,
+                ctx=ctx,
+            )
 
 
 def empty_map(src: Src, line: int) -> YamlMap:
@@ -55,8 +61,7 @@ def mapping(src: Src, parent: YamlMap, key: Any, ctx: str) -> YamlMap:
     if value is None:
         return empty_map(src, parent.line_of(key))
     if not isinstance(value, YamlMap):
-        raise src.fail(f"{brief(key)} must be a mapping, got {brief(value)}",
-                       parent, key, ctx=ctx)
+        raise src.fail(f"{brief(key)} must be a mapping, got {brief(value)}", parent, key, ctx=ctx)
     return value
 
 
@@ -68,8 +73,9 @@ def name_of(value: Any) -> Any:
 def check_name(src: Src, value: Any, kind: str, m: YamlMap, key: Any) -> str:
     value = name_of(value)
     if not isinstance(value, str) or not NAME_RE.match(value):
-        raise src.fail(f"{kind} name {brief(value)} is invalid (letters, digits, "
-                       "'_', '.', '-')", m, key)
+        raise src.fail(
+            f"{kind} name {brief(value)} is invalid (letters, digits, '_', '.', '-')", m, key
+        )
     return value
 
 
@@ -90,8 +96,7 @@ def valid_port(value: Any) -> int | None:
 def check_port(src: Src, m: YamlMap, key: str, ctx: str) -> int:
     value = valid_port(m[key])
     if value is None:
-        raise src.fail(f"{key!r} must be an integer 1-65535, got {brief(m[key])}",
-                       m, key, ctx=ctx)
+        raise src.fail(f"{key!r} must be an integer 1-65535, got {brief(m[key])}", m, key, ctx=ctx)
     return value
 
 
@@ -117,8 +122,7 @@ def check_word(src: Src, m: YamlMap, key: str, ctx: str, value: Any = None) -> s
 def check_text(src: Src, m: YamlMap, key: str, ctx: str) -> str:
     value = m[key]
     if not isinstance(value, str) or not value.strip():
-        raise src.fail(f"{key!r} must be a non-empty string, got {brief(value)}",
-                       m, key, ctx=ctx)
+        raise src.fail(f"{key!r} must be a non-empty string, got {brief(value)}", m, key, ctx=ctx)
     return value
 
 
@@ -132,8 +136,13 @@ def check_vars(src: Src, parent: YamlMap, key: Any, ctx: str) -> dict[str, Any]:
     m = mapping(src, parent, key, ctx)
     for name in m:
         if not isinstance(name, str) or not VAR_NAME_RE.match(name):
-            raise src.fail(f"variable name {brief(name)} is invalid (letters, digits "
-                           "and '_', not starting with a digit)", m, name, ctx=ctx)
+            raise src.fail(
+                f"variable name {brief(name)} is invalid (letters, digits "
+                "and '_', not starting with a digit)",
+                m,
+                name,
+                ctx=ctx,
+            )
     return plain(m)
 
 
@@ -161,6 +170,10 @@ def _check_ssh_options(src: Src, parent: YamlMap, ctx: str) -> dict[str, Any]:
     m = mapping(src, parent, "ssh_options", ctx)
     for key, value in m.items():
         if not isinstance(key, str) or not isinstance(value, str | int | float | bool):
-            raise src.fail(f"ssh_options entry {brief(key)} must map a name to a "
-                           f"scalar, got {brief(value)}", m, key, ctx=ctx)
+            raise src.fail(
+                f"ssh_options entry {brief(key)} must map a name to a scalar, got {brief(value)}",
+                m,
+                key,
+                ctx=ctx,
+            )
     return dict(m)

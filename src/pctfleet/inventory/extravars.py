@@ -8,7 +8,7 @@ from typing import Any
 
 from pctfleet.errors import InventoryError, brief
 from pctfleet.inventory.checks import VAR_NAME_RE
-from pctfleet.yamlsrc import load_yaml, load_yaml_text, plain
+from pctfleet.playbook.yamlsrc import load_yaml, load_yaml_text, plain
 
 
 def parse_extra_vars(items: Sequence[str] | None) -> dict[str, Any]:
@@ -59,7 +59,6 @@ def _extra_vars_pairs(text: str) -> dict[str, Any]:
     for word in words:
         name, sep, value = word.partition("=")
         if not sep or not VAR_NAME_RE.match(name):
-            raise InventoryError(f"-e: expected name=value, @file or a mapping, "
-                                 f"got {brief(word)}")
+            raise InventoryError(f"-e: expected name=value, @file or a mapping, got {brief(word)}")
         out[name] = value
     return out

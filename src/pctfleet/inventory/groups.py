@@ -32,9 +32,17 @@ def resolve_groups(specs: Mapping[str, GroupSpec]) -> dict[str, Group]:
     for name in specs:
         _depth_of(name, parents, depth)
         _members_of(name, specs, members)
-    return {name: Group(name, tuple(members[name]), tuple(spec.children),
-                        tuple(sorted(parents[name])), depth[name], spec.vars)
-            for name, spec in specs.items()}
+    return {
+        name: Group(
+            name,
+            tuple(members[name]),
+            tuple(spec.children),
+            tuple(sorted(parents[name])),
+            depth[name],
+            spec.vars,
+        )
+        for name, spec in specs.items()
+    }
 
 
 def by_precedence(groups: Mapping[str, Group]) -> list[Group]:
@@ -42,12 +50,13 @@ def by_precedence(groups: Mapping[str, Group]) -> list[Group]:
     return sorted(groups.values(), key=lambda g: (g.depth, g.name))
 
 
-def with_groups(containers: Sequence[Container],
-                groups: Mapping[str, Group]) -> list[Container]:
+def with_groups(containers: Sequence[Container], groups: Mapping[str, Group]) -> list[Container]:
     """Give each container its groups, in precedence order."""
     ordered = by_precedence(groups)
-    return [replace(ct, groups=tuple(g.name for g in ordered if ct.key in g.members))
-            for ct in containers]
+    return [
+        replace(ct, groups=tuple(g.name for g in ordered if ct.key in g.members))
+        for ct in containers
+    ]
 
 
 def _depth_of(name: str, parents: Mapping[str, list[str]], memo: dict[str, int]) -> int:
@@ -57,8 +66,7 @@ def _depth_of(name: str, parents: Mapping[str, list[str]], memo: dict[str, int])
     return memo[name]
 
 
-def _members_of(name: str, specs: Mapping[str, GroupSpec],
-                memo: dict[str, list[str]]) -> list[str]:
+def _members_of(name: str, specs: Mapping[str, GroupSpec], memo: dict[str, list[str]]) -> list[str]:
     if name not in memo:
         out = dict.fromkeys(specs[name].members)
         for child in specs[name].children:
@@ -72,9 +80,10 @@ def _check_cycles(specs: Mapping[str, GroupSpec]) -> None:
 
     def visit(name: str, path: list[str]) -> None:
         if state.get(name) == 1:
-            cycle = " -> ".join(path[path.index(name):] + [name])
-            raise InventoryError(f"group cycle in 'children': {cycle}",
-                                 where=specs[path[path.index(name)]].where)
+            cycle = " -> ".join(path[path.index(name) :] + [name])
+            raise InventoryError(
+                f"group cycle in 'children': {cycle}", where=specs[path[path.index(name)]].where
+            )
         if state.get(name) == 2:
             return
         state[name] = 1

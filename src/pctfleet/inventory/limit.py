@@ -19,8 +19,13 @@ class Host(NamedTuple):
     node: str
 
 
-def match_limit(limit: str, hosts: Sequence[Host], groups: Mapping[str, Sequence[str]],
-                nodes: Collection[str], source: str) -> set[str]:
+def match_limit(
+    limit: str,
+    hosts: Sequence[Host],
+    groups: Mapping[str, Sequence[str]],
+    nodes: Collection[str],
+    source: str,
+) -> set[str]:
     """Keys of the `hosts` that `limit` selects; `groups` maps a name to its
     member keys. An unknown term is an error naming `source`."""
     matcher = _Matcher(hosts, groups, nodes, source)
@@ -36,8 +41,13 @@ def match_limit(limit: str, hosts: Sequence[Host], groups: Mapping[str, Sequence
 
 
 class _Matcher:
-    def __init__(self, hosts: Sequence[Host], groups: Mapping[str, Sequence[str]],
-                 nodes: Collection[str], source: str) -> None:
+    def __init__(
+        self,
+        hosts: Sequence[Host],
+        groups: Mapping[str, Sequence[str]],
+        nodes: Collection[str],
+        source: str,
+    ) -> None:
         self.hosts = hosts
         self.groups = groups
         self.nodes = nodes
@@ -50,7 +60,8 @@ class _Matcher:
         if found is None:
             raise InventoryError(
                 f"pattern {term!r} matches no group, node or container in {self.source}"
-                + did_you_mean(term, self._names()))
+                + did_you_mean(term, self._names())
+            )
         return found
 
     def _match_exact(self, term: str) -> set[str] | None:
@@ -59,8 +70,7 @@ class _Matcher:
             hits.append(self.groups[term])
         if term in self.nodes:
             hits.append(h.key for h in self.hosts if h.node == term)
-        hits.append(h.key for h in self.hosts
-                    if term in (h.key, h.name) or h.ctid == as_int(term))
+        hits.append(h.key for h in self.hosts if term in (h.key, h.name) or h.ctid == as_int(term))
         found = set().union(*hits)
         known = term in self.groups or term in self.nodes
         return found if found or known else None
@@ -70,8 +80,11 @@ class _Matcher:
         nodes = set(fnmatch.filter(self.nodes, term))
         found = {k for g in groups for k in self.groups[g]}
         for h in self.hosts:
-            if (h.node in nodes or fnmatch.fnmatchcase(h.key, term)
-                    or (h.name and fnmatch.fnmatchcase(h.name, term))):
+            if (
+                h.node in nodes
+                or fnmatch.fnmatchcase(h.key, term)
+                or (h.name and fnmatch.fnmatchcase(h.name, term))
+            ):
                 found.add(h.key)
         return found if found or groups or nodes else None
 

@@ -12,7 +12,7 @@ from pctfleet.inventory.ansible import ANSIBLE_GROUP_KEYS, parse_ansible
 from pctfleet.inventory.checks import CTID_HELP, Src, check_address, check_ctid, expand_path
 from pctfleet.inventory.model import Container, Inventory, Node
 from pctfleet.inventory.native import NATIVE_KEYS, parse_native
-from pctfleet.yamlsrc import YamlMap, load_yaml, load_yaml_text
+from pctfleet.playbook.yamlsrc import YamlMap, load_yaml, load_yaml_text
 
 MAX_CTID_RANGE = 10_000
 
@@ -48,13 +48,21 @@ def _looks_like_ansible(doc: YamlMap) -> bool:
         return False
     if "all" in doc:
         return True  # never a native key; report Ansible-style mistakes then
-    return all(v is None or (isinstance(v, YamlMap) and all(k in ANSIBLE_GROUP_KEYS for k in v))
-               for v in doc.values())
+    return all(
+        v is None or (isinstance(v, YamlMap) and all(k in ANSIBLE_GROUP_KEYS for k in v))
+        for v in doc.values()
+    )
 
 
-def adhoc_inventory(host: str, ctids: Sequence[int], *, port: int = 22, user: str = "root",
-                    identity: str | None = None,
-                    known_hosts: str | None = None) -> Inventory:
+def adhoc_inventory(
+    host: str,
+    ctids: Sequence[int],
+    *,
+    port: int = 22,
+    user: str = "root",
+    identity: str | None = None,
+    known_hosts: str | None = None,
+) -> Inventory:
     """An inventory of one node (`--host`) and some containers on it (`--ct`)."""
     problem = check_address(host) or check_address(user)
     if problem:
@@ -77,10 +85,11 @@ def parse_ctids(text: str) -> list[int]:
         low, sep, high = part.partition("-")
         first, last = check_ctid(low), check_ctid(high) if sep else check_ctid(low)
         if first is None or last is None or last < first:
-            raise InventoryError(f"--ct: {part!r} is not a container id ({CTID_HELP})"
-                                 + (" or a range low-high" if sep else ""))
+            raise InventoryError(
+                f"--ct: {part!r} is not a container id ({CTID_HELP})"
+                + (" or a range low-high" if sep else "")
+            )
         if last - first >= MAX_CTID_RANGE:
-            raise InventoryError(f"--ct: range {part!r} holds more than "
-                                 f"{MAX_CTID_RANGE} ids")
+            raise InventoryError(f"--ct: range {part!r} holds more than {MAX_CTID_RANGE} ids")
         out.update(dict.fromkeys(range(first, last + 1)))
     return list(out)

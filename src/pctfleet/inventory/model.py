@@ -61,9 +61,14 @@ class Group:
 class Inventory:
     """Nodes, containers (file order), groups and the `all` vars of one inventory."""
 
-    def __init__(self, nodes: Mapping[str, Node], containers: Sequence[Container],
-                 groups: Mapping[str, Group] | None = None,
-                 vars: Mapping[str, Any] | None = None, source: str = "<inventory>") -> None:
+    def __init__(
+        self,
+        nodes: Mapping[str, Node],
+        containers: Sequence[Container],
+        groups: Mapping[str, Group] | None = None,
+        vars: Mapping[str, Any] | None = None,
+        source: str = "<inventory>",
+    ) -> None:
         self.nodes: dict[str, Node] = dict(nodes)
         self.containers: list[Container] = list(containers)
         self.groups: dict[str, Group] = dict(groups or {})
@@ -72,8 +77,10 @@ class Inventory:
         self._by_key = {c.key: c for c in self.containers}
 
     def __repr__(self) -> str:
-        return (f"Inventory({self.source!r}, {len(self.nodes)} nodes, "
-                f"{len(self.containers)} containers, {len(self.groups)} groups)")
+        return (
+            f"Inventory({self.source!r}, {len(self.nodes)} nodes, "
+            f"{len(self.containers)} containers, {len(self.groups)} groups)"
+        )
 
     def get(self, key: str) -> Container | None:
         """The container with key `node/ctid`, or None."""
@@ -93,8 +100,9 @@ class Inventory:
         chosen = match_limit(limit, hosts, members, self.nodes, self.source)
         return [c for c in self.containers if c.key in chosen]
 
-    def vars_for(self, container: Container,
-                 extra_vars: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def vars_for(
+        self, container: Container, extra_vars: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Variables of one container, later sources winning per top-level key:
         all < groups (parents first, siblings by name) < node < container < extra.
         Built-ins (`inventory_hostname`, `node_name`, ...) are set last."""

@@ -21,7 +21,7 @@ from pctfleet.inventory.checks import (
 )
 from pctfleet.inventory.groups import GroupSpec, resolve_groups, with_groups
 from pctfleet.inventory.model import Container, Inventory, Node
-from pctfleet.yamlsrc import YamlList, YamlMap
+from pctfleet.playbook.yamlsrc import YamlList, YamlMap
 
 NATIVE_KEYS = ("defaults", "vars", "nodes", "groups")
 CONNECTION_KEYS = ("user", "port", "identity", "known_hosts", "ssh_options")
@@ -54,8 +54,9 @@ def parse_native(doc: YamlMap, src: Src) -> Inventory:
     return Inventory(nodes, with_groups(containers, groups), groups, all_vars, src.name)
 
 
-def _parse_node(src: Src, nodes_map: YamlMap, key: Any,
-                defaults: Mapping[str, Any]) -> tuple[Node, YamlMap]:
+def _parse_node(
+    src: Src, nodes_map: YamlMap, key: Any, defaults: Mapping[str, Any]
+) -> tuple[Node, YamlMap]:
     name = check_name(src, key, "node", nodes_map, key)
     ctx = f"node {name!r}"
     body = mapping(src, nodes_map, key, ctx)
@@ -67,11 +68,15 @@ def _parse_node(src: Src, nodes_map: YamlMap, key: Any,
     return node, body
 
 
-def _parse_containers(src: Src, node: Node, body: YamlMap,
-                      ct_names: dict[str, str]) -> list[Container]:
+def _parse_containers(
+    src: Src, node: Node, body: YamlMap, ct_names: dict[str, str]
+) -> list[Container]:
     raw = body.get("containers")
-    table: YamlMap | YamlList = raw if isinstance(raw, YamlList) else \
-        mapping(src, body, "containers", f"node {node.name!r}")
+    table: YamlMap | YamlList = (
+        raw
+        if isinstance(raw, YamlList)
+        else mapping(src, body, "containers", f"node {node.name!r}")
+    )
     out: dict[int, Container] = {}
     # A bare list of ctids is accepted as shorthand for entries without settings.
     pairs = enumerate(table) if isinstance(table, YamlList) else zip(table, table, strict=True)
@@ -84,47 +89,71 @@ def _parse_containers(src: Src, node: Node, body: YamlMap,
     return list(out.values())
 
 
-def _parse_container(src: Src, node: Node, parent: YamlMap | YamlList, key: Any,
-                     raw_ctid: Any, entry: Any, ct_names: dict[str, str]) -> Container:
+def _parse_container(
+    src: Src,
+    node: Node,
+    parent: YamlMap | YamlList,
+    key: Any,
+    raw_ctid: Any,
+    entry: Any,
+    ct_names: dict[str, str],
+) -> Container:
     ctx = f"node {node.name!r}"
     ctid = check_ctid(raw_ctid)
     if ctid is None:
-        raise src.fail(f"container id {brief(raw_ctid)} is invalid ({CTID_HELP})",
-                       parent, key, ctx=ctx)
+        raise src.fail(
+            f"container id {brief(raw_ctid)} is invalid ({CTID_HELP})", parent, key, ctx=ctx
+        )
     ctx = f"container {node.name}/{ctid}"
     if entry is not None and not isinstance(entry, YamlMap):
-        raise src.fail(f"must be a mapping (name, vars) or empty, got {brief(entry)}",
-                       parent, key, ctx=ctx)
+        raise src.fail(
+            f"must be a mapping (name, vars) or empty, got {brief(entry)}", parent, key, ctx=ctx
+        )
     entry = entry if entry is not None else empty_map(src, parent.line_of(key))
     check_keys(src, entry, CONTAINER_KEYS, ctx)
     name = entry.get("name")
     if name is not None:
         name = check_name(src, name, "container", entry, "name")
         if name in ct_names:
-            raise src.fail(f"container name {name!r} is already used by {ct_names[name]}",
-                           entry, "name", ctx=ctx)
+            raise src.fail(
+                f"container name {name!r} is already used by {ct_names[name]}",
+                entry,
+                "name",
+                ctx=ctx,
+            )
         ct_names[name] = f"{node.name}/{ctid}"
     return Container(node, ctid, name, vars=check_vars(src, entry, "vars", ctx))
 
 
-def _parse_groups(src: Src, doc: YamlMap, nodes: Mapping[str, Node],
-                  containers: Sequence[Container]) -> dict[str, GroupSpec]:
+def _parse_groups(
+    src: Src, doc: YamlMap, nodes: Mapping[str, Node], containers: Sequence[Container]
+) -> dict[str, GroupSpec]:
     table = mapping(src, doc, "groups", "groups")
     names = {}
     for key in table:
         name = check_name(src, key, "group", table, key)
         if name in RESERVED_GROUPS:
-            raise src.fail(f"group name {name!r} is reserved (it means every container)",
-                           table, key)
+            raise src.fail(
+                f"group name {name!r} is reserved (it means every container)", table, key
+            )
         names[name] = key
     by_ref = {c.key: c.key for c in containers} | {c.name: c.key for c in containers if c.name}
-    return {name: _parse_group(src, table, key, name, names, nodes, containers, by_ref)
-            for name, key in names.items()}
+    return {
+        name: _parse_group(src, table, key, name, names, nodes, containers, by_ref)
+        for name, key in names.items()
+    }
 
 
-def _parse_group(src: Src, table: YamlMap, key: Any, name: str, groups: Mapping[str, Any],
-                 nodes: Mapping[str, Node], containers: Sequence[Container],
-                 by_ref: Mapping[str, str]) -> GroupSpec:
+def _parse_group(
+    src: Src,
+    table: YamlMap,
+    key: Any,
+    name: str,
+    groups: Mapping[str, Any],
+    nodes: Mapping[str, Node],
+    containers: Sequence[Container],
+    by_ref: Mapping[str, str],
+) -> GroupSpec:
     ctx = f"group {name!r}"
     body = mapping(src, table, key, ctx)
     check_keys(src, body, GROUP_KEYS, ctx)
@@ -137,8 +166,9 @@ def _parse_group(src: Src, table: YamlMap, key: Any, name: str, groups: Mapping[
     return spec
 
 
-def _name_list(src: Src, body: YamlMap, key: str, ctx: str,
-               known: Mapping[str, Any], kind: str) -> list[str]:
+def _name_list(
+    src: Src, body: YamlMap, key: str, ctx: str, known: Mapping[str, Any], kind: str
+) -> list[str]:
     """`body[key]` as a list of references that must all be in `known`."""
     raw = body.get(key)
     if raw is None:
@@ -149,7 +179,11 @@ def _name_list(src: Src, body: YamlMap, key: str, ctx: str,
     for i, item in enumerate(raw):
         ref = name_of(item)
         if not isinstance(ref, str) or ref not in known:
-            raise src.fail(f"unknown {kind} {brief(item)} in {key!r}"
-                           + did_you_mean(ref, known), raw, i, ctx=ctx)
+            raise src.fail(
+                f"unknown {kind} {brief(item)} in {key!r}" + did_you_mean(ref, known),
+                raw,
+                i,
+                ctx=ctx,
+            )
         out.append(ref)
     return out

@@ -13,9 +13,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..textout import line
-from .lab import DEFAULT_STATE_DIR, Lab
-from .model import LabError, LabInfo, LabStatus
+from pctfleet.lab.lab import DEFAULT_STATE_DIR, Lab
+from pctfleet.lab.model import LabError, LabInfo, LabStatus
+from pctfleet.textout import line
 
 lab_app = typer.Typer(
     help="A local Proxmox-like lab: sshd nodes with `pct` over real LXC containers.",

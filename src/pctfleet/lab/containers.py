@@ -11,8 +11,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model import LabError
-from .system import run, tool, write_if_changed
+from pctfleet.lab.model import LabError
+from pctfleet.lab.system import run, tool, write_if_changed
 
 PIP_CACHE = Path("/var/cache/pctfleet/pip")
 COMMON_CONF = Path("/usr/share/lxc/config/common.conf")

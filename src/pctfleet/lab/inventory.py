@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .model import LabInfo
+from pctfleet.lab.model import LabInfo
 
 STANDIN = Path(__file__).resolve().parent / "sglang_standin.py"
 FLASHINFER = "flashinfer-python==0.7.4"

@@ -18,14 +18,14 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from . import containers as cts
-from . import nodes as nd
-from .containers import Container
-from .inventory import render_inventory
-from .model import ContainerStatus, LabError, LabInfo, LabStatus, NodeInfo, NodeStatus
-from .nodes import Node
-from .rootfs import CACHE_DIR, ensure_rootfs
-from .system import check_host, run, tool, write_if_changed
+from pctfleet.lab import containers as cts
+from pctfleet.lab import nodes as nd
+from pctfleet.lab.containers import Container
+from pctfleet.lab.inventory import render_inventory
+from pctfleet.lab.model import ContainerStatus, LabError, LabInfo, LabStatus, NodeInfo, NodeStatus
+from pctfleet.lab.nodes import Node
+from pctfleet.lab.rootfs import CACHE_DIR, ensure_rootfs
+from pctfleet.lab.system import check_host, run, tool, write_if_changed
 
 DEFAULT_STATE_DIR = Path("/var/lib/pctfleet-lab")
 DEFAULT_ADDRESS_BASE = "127.0.10"

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .containers import Container
-from .model import LabError
-from .system import (
+from pctfleet.lab.containers import Container
+from pctfleet.lab.model import LabError
+from pctfleet.lab.system import (
     cmdline,
     descendants,
     exe,

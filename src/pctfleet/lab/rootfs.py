@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .model import LabError
-from .system import cmdline, tool
+from pctfleet.lab.model import LabError
+from pctfleet.lab.system import cmdline, tool
 
 CACHE_DIR = Path("/var/cache/pctfleet/rootfs")
 SUITE = "bookworm"
@@ -60,8 +60,9 @@ def _one_line_urls(text: str) -> list[str]:
 def apt_source_urls(apt_dir: Path = APT_DIR) -> list[str]:
     """Every package URL apt on this machine fetches from, in the order apt reads
     its files: sources.list, then sources.list.d/*.list and *.sources by name."""
-    parts = sorted(p for p in (apt_dir / "sources.list.d").glob("*")
-                   if p.suffix in (".list", ".sources"))
+    parts = sorted(
+        p for p in (apt_dir / "sources.list.d").glob("*") if p.suffix in (".list", ".sources")
+    )
     files = [apt_dir / "sources.list", *parts]
     urls: list[str] = []
     for path in files:

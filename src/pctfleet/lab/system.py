@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .model import LabError
+from pctfleet.lab.model import LabError
 
 INSTALL_HINT = "apt-get update && apt-get install -y openssh-server lxc debootstrap"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .base import REGISTRY, Module
+from pctfleet.modules.base import REGISTRY, Module
 
 _HELPERS = {"base", "args", "cudashell"}
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from ..errors import PlaybookError, brief
+from pctfleet.errors import PlaybookError, brief
 
 
 @dataclass(frozen=True)

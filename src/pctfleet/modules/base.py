@@ -13,9 +13,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
-from ..errors import PlaybookError, brief
-from ..factkv import decode_fields
-from .args import Args, Context
+from pctfleet.errors import PlaybookError, brief
+from pctfleet.facts.kv import decode_fields
+from pctfleet.modules.args import Args, Context
 
 T = TypeVar("T")
 

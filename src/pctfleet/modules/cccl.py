@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import PlaybookError
-from .base import Fact, LegacyModule, Plan, q
-from .cudashell import preamble
+from pctfleet.errors import PlaybookError
+from pctfleet.modules.base import Fact, LegacyModule, Plan, q
+from pctfleet.modules.cudashell import preamble
 
 MANIFEST = ".pctfleet-overlay.json"
 

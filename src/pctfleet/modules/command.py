@@ -6,8 +6,8 @@ import re
 import shlex
 from typing import Any
 
-from ..errors import PlaybookError
-from .base import Fact, LegacyModule, Plan, q, words
+from pctfleet.errors import PlaybookError
+from pctfleet.modules.base import Fact, LegacyModule, Plan, q, words
 
 _COMMON = {"cmd", "argv", "chdir", "creates", "removes", "stdin"}
 # Ansible's free form: `command: make install chdir=/src creates=/usr/bin/x`.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..templating import render
-from .base import Fact, LegacyModule, Plan
+from pctfleet.modules.base import Fact, LegacyModule, Plan
+from pctfleet.playbook.templating import render
 
 
 class Debug(LegacyModule):

@@ -7,9 +7,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from ..errors import PlaybookError
-from .base import Fact, LegacyModule, Plan, Push, mode_string, q
-from .file import attribute_fixes, path_state, stat_probe
+from pctfleet.errors import PlaybookError
+from pctfleet.modules.base import Fact, LegacyModule, Plan, Push, mode_string, q
+from pctfleet.modules.file import attribute_fixes, path_state, stat_probe
 
 DIFF_LIMIT = 64 * 1024
 
@@ -116,7 +116,7 @@ class Template(Copy):
     def content(self, args: dict[str, Any], where: str) -> bytes:
         if not args.get("src"):
             raise PlaybookError("module 'template' needs 'src'", where=where)
-        from ..templating import render_template_file
+        from pctfleet.playbook.templating import render_template_file
 
         path = self._find(str(args["src"]), Path(args.get("_base", ".")), where)
         return render_template_file(path, args["_vars"], where=where).encode()

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Fact, LegacyModule, Plan, q
-from .cudashell import preamble
+from pctfleet.modules.base import Fact, LegacyModule, Plan, q
+from pctfleet.modules.cudashell import preamble
 
 PROBE = r"""
 pf_kv cuda_home "$CH"

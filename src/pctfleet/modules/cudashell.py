@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cuda.facts import CUDA_HOME_FUNCTION
-from .base import q
+from pctfleet.cuda.facts import CUDA_HOME_FUNCTION
+from pctfleet.modules.base import q
 
 # What a JIT cache was built against: the toolchain's wheels, its links and its CCCL tree.
 # Any change here makes flashinfer's cached objects suspect (its cache key has no version).

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .args import Args, Context, arg, flag, text
-from .base import Fact, FactReader, Module, Plan, World, mode_string, q
+from pctfleet.modules.args import Args, Context, arg, flag, text
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, mode_string, q
 
 ROOT = {"owner": "root", "group": "root"}
 STATES = {"file", "directory", "absent", "link", "touch"}

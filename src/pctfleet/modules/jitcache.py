@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Fact, LegacyModule, Plan, number, q
-from .cudashell import preamble
-from .server import STOP_FUNCTION
+from pctfleet.modules.base import Fact, LegacyModule, Plan, number, q
+from pctfleet.modules.cudashell import preamble
+from pctfleet.modules.server import STOP_FUNCTION
 
 STAMP = ".pctfleet-toolchain"
 

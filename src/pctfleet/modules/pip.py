@@ -7,22 +7,25 @@ import re
 import shlex
 from typing import Any
 
-from ..errors import PlaybookError
-from ..factkv import PY_KV
-from .base import Fact, LegacyModule, Plan, q, words
+from pctfleet.errors import PlaybookError
+from pctfleet.facts.kv import PY_KV
+from pctfleet.modules.base import Fact, LegacyModule, Plan, q, words
 
 REQUIREMENT = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*(?P<spec>[<>=!~].*)?$"
 )
 SPEC = re.compile(r"^\s*(==|>=|<=|!=|~=|>|<)\s*([A-Za-z0-9.*+!_-]+)\s*$")
 
-LIST_INSTALLED = PY_KV + """import importlib.metadata as m, json, re
+LIST_INSTALLED = (
+    PY_KV
+    + """import importlib.metadata as m, json, re
 seen = {}
 for d in m.distributions():
     name = d.metadata["Name"]
     if name:
         seen[re.sub(r"[-_.]+", "-", name).lower()] = d.version
 pf_kv("pkgs", json.dumps(seen, sort_keys=True))"""
+)
 
 
 def normalize(name: str) -> str:

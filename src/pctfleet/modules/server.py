@@ -14,8 +14,8 @@ import re
 import shlex
 from typing import Any
 
-from ..errors import PlaybookError
-from .base import Fact, LegacyModule, Plan, number, q, words
+from pctfleet.errors import PlaybookError
+from pctfleet.modules.base import Fact, LegacyModule, Plan, number, q, words
 
 STOP_FUNCTION = r"""
 pctfleet_stop() {  # pidfile grace expect
@@ -293,7 +293,7 @@ done
             if line.startswith("pid="):
                 result["pid"] = int(line[4:])
         if rc != 0:
-            from ..cuda.known_errors import scan
+            from pctfleet.cuda.known_errors import scan
 
             findings = scan(err)
             if findings:

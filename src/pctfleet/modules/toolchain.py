@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cuda.facts import parse_toolchain, toolchain_snippet
-from ..cuda.rules import check, expected_components
-from ..errors import PlaybookError
-from .base import Fact, LegacyModule, Plan, q
-from .cudashell import preamble
+from pctfleet.cuda.facts import parse_toolchain, toolchain_snippet
+from pctfleet.cuda.rules import check, expected_components
+from pctfleet.errors import PlaybookError
+from pctfleet.modules.base import Fact, LegacyModule, Plan, q
+from pctfleet.modules.cudashell import preamble
 
 EXTRAS = "nvcc,nvvm,crt,cudart,cccl"
 # What reinstalling the pinned set can repair; the other rules need the operator.
@@ -195,7 +195,7 @@ class CompileProbe(LegacyModule):
     args = {"venv", "cuda_home", "arch", "force"}
 
     def validate(self, args: dict[str, Any], where: str) -> None:
-        from ..cuda.rules import arch_parts
+        from pctfleet.cuda.rules import arch_parts
 
         if args.get("arch") and not arch_parts(str(args["arch"]))[0]:
             raise PlaybookError(
@@ -220,7 +220,7 @@ class CompileProbe(LegacyModule):
         stamp = f"{facts.get('toolchain')} {arch} ok"
         if facts.get("stamp") == stamp and not args.get("force"):
             return Plan(False, msg=f"probe passed for {arch} with this toolchain")
-        from ..cuda.probe_cu import probe_script
+        from pctfleet.cuda.compile_probe import probe_script
 
         cccl = facts.get("fi_cccl") if facts.get("fi_present") else None
         script = probe_script(facts.get("cuda_home", ""), arch, cccl, "/tmp")
@@ -237,8 +237,8 @@ class CompileProbe(LegacyModule):
         )
 
     def finish(self, args: dict[str, Any], plan: Plan, rc: int, out: str, err: str) -> dict:
-        from ..cuda.known_errors import scan
-        from ..cuda.probe_cu import parse_probe
+        from pctfleet.cuda.compile_probe import parse_probe
+        from pctfleet.cuda.known_errors import scan
 
         probe = parse_probe(out)
         result = {

@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 import paramiko
 
-from .base import CHUNK, CommandTimeout, NodeUnreachable, Stdin, stdin_chunks
+from pctfleet.transport.base import CHUNK, CommandTimeout, NodeUnreachable, Stdin, stdin_chunks
 
 
 def _feed_stdin(channel: paramiko.Channel, stdin: Stdin) -> None:

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from .base import RunResult, Target, TransferError
+from pctfleet.transport.base import RunResult, Target, TransferError
 
 CHUNK = 1024 * 1024
 _CHECK_FAILED = 97

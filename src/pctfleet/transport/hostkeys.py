@@ -14,7 +14,7 @@ from pathlib import Path
 
 import paramiko
 
-from .base import HostKeyChanged, HostKeyUnknown
+from pctfleet.transport.base import HostKeyChanged, HostKeyUnknown
 
 USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 SYSTEM_KNOWN_HOSTS = Path("/etc/ssh/ssh_known_hosts")

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import BinaryIO
 
-from .base import CHUNK, CommandTimeout, Sinks, Stdin, Target, stdin_chunks
+from pctfleet.transport.base import CHUNK, CommandTimeout, Sinks, Stdin, Target, stdin_chunks
 
 
 def _copy(source: BinaryIO, sink: BinaryIO) -> None:

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from .base import (
+from pctfleet.transport.base import (
     ContainerMissing,
     ContainerStopped,
     NodeUnreachable,
@@ -23,7 +23,7 @@ from .base import (
     SudoPasswordRequired,
     Target,
 )
-from .ssh import NodeConnection
+from pctfleet.transport.ssh import NodeConnection
 
 MARKER = b"\x1e" + b"pctfleet-entered" + b"\n"
 _ENTER = 'printf "\\036pctfleet-entered\\n" >&2; exec "$@"'

@@ -35,10 +35,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..factkv import encode_lines
-from .base import SCRIPT_ARGV, CommandTimeout, Sinks, Stdin, Target
+from pctfleet.facts.kv import encode_lines
+from pctfleet.transport.base import SCRIPT_ARGV, CommandTimeout, Sinks, Stdin, Target
 
-# One snippet of a probe script, as pctfleet.probe.build_script lays it out.
+# One snippet of a probe script, as pctfleet.facts.script.build_script lays it out.
 _SNIPPET = re.compile(
     r"printf '\\036pctfleet-fact-begin %s %s\\n' (?P<nonce>[0-9a-f]*) '(?P<key>[^']*)'\n"
     r"\(\n(?P<body>.*?)\n\) </dev/null 2>/dev/null\n"
@@ -126,7 +126,7 @@ class SimTarget(Target):
 
 @dataclass
 class SimFleet:
-    """What `pctfleet.fleet.execute` needs from a fleet: targets, and close()."""
+    """What `pctfleet.run.playbookrun.execute` needs from a fleet: targets, and close()."""
 
     nodes: dict[str, SimNode]
     targets: list[SimTarget]
@@ -171,15 +171,15 @@ class _Container:
 def converged_answers(prepared: Any, container: Any) -> Answer:
     """Answers for every probe snippet of `container`'s tasks, as if it were converged.
 
-    `prepared` is a `pctfleet.fleet.PreparedRun`. Tasks whose arguments depend
+    `prepared` is a `pctfleet.run.playbookrun.PreparedRun`. Tasks whose arguments depend
     on a result known only at run time are left out (they have no probe yet).
     """
-    from ..fleet import container_vars
-    from ..modules import REGISTRY
-    from ..modules.args import Context
-    from ..modules.base import World
-    from ..playbook import select_tasks
-    from ..templating import condition, render
+    from pctfleet.modules import REGISTRY
+    from pctfleet.modules.args import Context
+    from pctfleet.modules.base import World
+    from pctfleet.playbook.loader import select_tasks
+    from pctfleet.playbook.templating import condition, render
+    from pctfleet.run.playbookrun import container_vars
 
     options = prepared.request.options
     table: dict[bytes, str] = {}

@@ -16,16 +16,16 @@ from typing import BinaryIO
 
 import paramiko
 
-from .base import AuthFailed, NodeUnreachable, Stdin, TransportError
-from .channel import pump_channel
-from .hostkeys import (
+from pctfleet.transport.base import AuthFailed, NodeUnreachable, Stdin, TransportError
+from pctfleet.transport.channel import pump_channel
+from pctfleet.transport.hostkeys import (
     AcceptNew,
     RefuseUnknown,
     changed_key_error,
     known_hosts_file,
     load_known_hosts,
 )
-from .options import ConnectOptions, ResolvedTarget, resolve
+from pctfleet.transport.options import ConnectOptions, ResolvedTarget, resolve
 
 # paramiko logs tracebacks of failed handshakes to stderr; we report them as typed outcomes.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())

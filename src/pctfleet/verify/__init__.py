@@ -9,7 +9,7 @@ without them; only the backend and the child pytest process load them.
 
 from __future__ import annotations
 
-from ..transport.base import UNREACHED
+from pctfleet.transport.base import UNREACHED
 
 # What the checks need to know about a container, with playbooks/site.yml's
 # defaults. Each can be set per container in the inventory (`pctfleet verify`),

@@ -31,11 +31,11 @@ import pytest
 import testinfra.backend
 from testinfra.backend import base
 
-from ..transport.base import UNREACHED, RunResult, TransportError
-from ..transport.options import ConnectOptions
-from ..transport.pct import PctTarget
-from ..transport.ssh import NodeConnection
-from . import SETTINGS
+from pctfleet.transport.base import UNREACHED, RunResult, TransportError
+from pctfleet.transport.options import ConnectOptions
+from pctfleet.transport.pct import PctTarget
+from pctfleet.transport.ssh import NodeConnection
+from pctfleet.verify import SETTINGS
 
 SCHEME = "pct"
 DEFAULT_TIMEOUT = 120.0

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import exitcodes
-from ..targets import node_options
-from ..transport.options import ConnectOptions
-from . import SETTINGS, UNAVAILABLE
+from pctfleet import exitcodes
+from pctfleet.transport.connections import node_options
+from pctfleet.transport.options import ConnectOptions
+from pctfleet.verify import SETTINGS, UNAVAILABLE
 
 INFRA = Path(__file__).resolve().parent.parent / "infra"
 STATUSES = ("passed", "failed", *UNAVAILABLE)
@@ -117,7 +117,7 @@ class VerifyResult:
 
 def container_settings(variables: Mapping[str, Any], where: str) -> dict[str, str]:
     """The check settings of one container: its inventory vars over site.yml's defaults."""
-    from ..templating import render
+    from pctfleet.playbook.templating import render
 
     merged = {**SETTINGS, **variables}
     rendered = render({name: merged[name] for name in SETTINGS}, merged, where=where)
@@ -268,7 +268,7 @@ def render(console: Any, result: VerifyResult) -> None:
     """
     from rich.table import Table
 
-    from ..textout import line
+    from pctfleet.textout import line
 
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for name in ("container", "check", "outcome"):

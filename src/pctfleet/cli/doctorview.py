@@ -7,9 +7,9 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from . import exitcodes
-from .doctor import Diagnosis
-from .textout import line
+from pctfleet import exitcodes
+from pctfleet.cuda.doctor import Diagnosis
+from pctfleet.textout import line
 
 MARK = {True: ("pass", "green"), False: ("FAIL", "bold red"), None: ("n/a", "dim")}
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .batches import order_containers, plan_batches
-from .engine import RunOptions
-from .fleet import PreparedRun, RunRequest, execute, prepare
-from .journal import Journal, read
-from .results import ContainerRun
-from .transport.options import ConnectOptions
+from pctfleet.run.batches import order_containers, plan_batches
+from pctfleet.run.engine import RunOptions
+from pctfleet.run.journal import Journal, read
+from pctfleet.run.playbookrun import PreparedRun, RunRequest, execute, prepare
+from pctfleet.run.results import ContainerRun
+from pctfleet.transport.options import ConnectOptions
 
 DEFAULT_DIR = Path("~/.local/state/pctfleet/rollouts")
 SUCCESS = ("ok", "changed")

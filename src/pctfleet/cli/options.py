@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .transport.options import ConnectOptions
+from pctfleet.transport.options import ConnectOptions
 
 CONN = "Connection"
 SEL = "Selection"

@@ -93,8 +93,13 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, str) else value
 
 
-def _regex_replace(value: Any, pattern: str, replacement: str = "",
-                   ignorecase: bool = False, multiline: bool = False) -> str:
+def _regex_replace(
+    value: Any,
+    pattern: str,
+    replacement: str = "",
+    ignorecase: bool = False,
+    multiline: bool = False,
+) -> str:
     flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
     return re.sub(pattern, replacement, str(value), flags=flags)
 
@@ -119,19 +124,33 @@ def _mandatory(value: Any, msg: str | None = None) -> Any:
 
 
 def _to_yaml(value: Any, indent: int = 2) -> str:
-    return yaml.safe_dump(_plain(value), default_flow_style=False, sort_keys=False,
-                          indent=indent, allow_unicode=True)
+    return yaml.safe_dump(
+        _plain(value), default_flow_style=False, sort_keys=False, indent=indent, allow_unicode=True
+    )
 
 
 def _version_key(text: Any) -> tuple:
     """`"13.0.88"` -> (13, 0, 88); text parts compare after numbers."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
-                 for p in re.split(r"[.\-+_]", str(text)) if p)
+    return tuple(
+        (0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+_]", str(text)) if p
+    )
 
 
-_OPS = {"<": "__lt__", "lt": "__lt__", "<=": "__le__", "le": "__le__",
-        ">": "__gt__", "gt": "__gt__", ">=": "__ge__", "ge": "__ge__",
-        "==": "__eq__", "=": "__eq__", "eq": "__eq__", "!=": "__ne__", "ne": "__ne__"}
+_OPS = {
+    "<": "__lt__",
+    "lt": "__lt__",
+    "<=": "__le__",
+    "le": "__le__",
+    ">": "__gt__",
+    "gt": "__gt__",
+    ">=": "__ge__",
+    "ge": "__ge__",
+    "==": "__eq__",
+    "=": "__eq__",
+    "eq": "__eq__",
+    "!=": "__ne__",
+    "ne": "__ne__",
+}
 
 
 def _version(value: Any, other: Any, op: str = "==") -> bool:
@@ -143,8 +162,10 @@ def _version(value: Any, other: Any, op: str = "==") -> bool:
 
 def _result_test(flag: str, default: bool = False):
     """Tests on a registered result: `result is failed`, `result is changed`."""
+
     def test(value: Any) -> bool:
         return bool(value.get(flag, default)) if isinstance(value, Mapping) else default
+
     return test
 
 
@@ -184,8 +205,9 @@ TESTS = {
 
 
 def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
-    env = jinja2.Environment(undefined=StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False, loader=loader)
+    env = jinja2.Environment(
+        undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, loader=loader
+    )
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
     return env
@@ -213,7 +235,7 @@ class LazyVars(Mapping):
         if key not in self._raw:
             return self._env.globals[key]
         if key in self._busy:
-            loop = " -> ".join([*self._busy[self._busy.index(key):], key])
+            loop = " -> ".join([*self._busy[self._busy.index(key) :], key])
             raise _Failure(f"variable refers to itself: {loop}")
         self._busy.append(key)
         try:
@@ -362,8 +384,9 @@ def referenced_names(value: Any, *, expression: bool = False) -> set[str]:
     return {name for item in value for name in referenced_names(item, expression=expression)}
 
 
-def names_reached(value: Any, variables: Mapping[str, Any], *,
-                  expression: bool = False) -> set[str]:
+def names_reached(
+    value: Any, variables: Mapping[str, Any], *, expression: bool = False
+) -> set[str]:
     """`referenced_names`, plus what the variables it reads read in turn
     (`p: "{{ out.stdout }}/x"` makes `{{ p }}` reach `out`)."""
     todo = list(referenced_names(value, expression=expression))
@@ -429,8 +452,7 @@ def evaluate(expr: Any, variables: Mapping[str, Any], *, where: str) -> Any:
     return _guard(where, _run_expression, text, _lazy(variables), _ENV)
 
 
-def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *,
-              where: str) -> bool:
+def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *, where: str) -> bool:
     """True when every expression holds (a list is an AND, as in Ansible)."""
     items = exprs if isinstance(exprs, list | tuple) else [exprs]
     lazy = _lazy(variables)
@@ -449,8 +471,9 @@ def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *,
 # ---------------------------------------------------------------- template files
 
 
-def template_search_path(playbook: str | Path | None = None,
-                         repo_root: str | Path | None = None) -> list[Path]:
+def template_search_path(
+    playbook: str | Path | None = None, repo_root: str | Path | None = None
+) -> list[Path]:
     """Where `template: src=NAME` is looked up: next to the playbook
     (`templates/`, then the playbook's folder), then the repo's `templates/`."""
     dirs: list[Path] = []
@@ -462,8 +485,9 @@ def template_search_path(playbook: str | Path | None = None,
     return list(dict.fromkeys(dirs))
 
 
-def find_template(name: str | Path, search: Sequence[str | Path], *,
-                  where: str | None = None) -> Path:
+def find_template(
+    name: str | Path, search: Sequence[str | Path], *, where: str | None = None
+) -> Path:
     """The first `dir/name` that exists; a TemplateError listing the places tried."""
     path = Path(name)
     candidates = [path] if path.is_absolute() else [Path(d) / path for d in search]
@@ -471,12 +495,12 @@ def find_template(name: str | Path, search: Sequence[str | Path], *,
         if candidate.is_file():
             return candidate
     tried = ", ".join(str(c) for c in candidates) or str(path)
-    raise TemplateError(f"template {str(name)!r} not found (looked in: {tried})",
-                        where=where)
+    raise TemplateError(f"template {str(name)!r} not found (looked in: {tried})", where=where)
 
 
-def render_template_file(path: str | Path, variables: Mapping[str, Any], *, where: str,
-                         search: Sequence[str | Path] = ()) -> str:
+def render_template_file(
+    path: str | Path, variables: Mapping[str, Any], *, where: str, search: Sequence[str | Path] = ()
+) -> str:
     """Render a template file to text. `path` is found through `search` (see
     `template_search_path`) unless it exists as given. Errors name the
     template's file and line: `where: templates/env.j2:3: undefined variable 'x'`."""
@@ -487,8 +511,7 @@ def render_template_file(path: str | Path, variables: Mapping[str, Any], *, wher
         context = template.new_context(LazyVars(variables, env), shared=True)
         return "".join(template.root_render_func(context))
     except (OSError, UnicodeDecodeError) as err:
-        raise TemplateError(f"cannot read template {str(found)!r}: {err}",
-                            where=where) from None
+        raise TemplateError(f"cannot read template {str(found)!r}: {err}", where=where) from None
     except TemplateError:
         raise
     except Exception as err:
@@ -505,8 +528,11 @@ def _template_line(err: Exception, filename: str) -> int | str:
     line: int | str = "?"
     while tb is not None:
         template = tb.tb_frame.f_globals.get("__jinja_template__")
-        if template is not None and template.filename \
-                and str(Path(template.filename).resolve()) == filename:
+        if (
+            template is not None
+            and template.filename
+            and str(Path(template.filename).resolve()) == filename
+        ):
             line = template.get_corresponding_lineno(tb.tb_lineno)
         tb = tb.tb_next
     return line
@@ -574,7 +600,22 @@ def redact(text: str, variables: Mapping[str, Any]) -> str:
     return text
 
 
-__all__ = ["REDACTED", "LazyVars", "Secret", "Unsafe", "condition", "evaluate",
-           "find_template", "names_reached", "redact", "referenced_names", "render",
-           "render_template_file", "secret_values", "syntax_problem", "template_search_path",
-           "to_bool", "unsafe"]
+__all__ = [
+    "REDACTED",
+    "LazyVars",
+    "Secret",
+    "Unsafe",
+    "condition",
+    "evaluate",
+    "find_template",
+    "names_reached",
+    "redact",
+    "referenced_names",
+    "render",
+    "render_template_file",
+    "secret_values",
+    "syntax_problem",
+    "template_search_path",
+    "to_bool",
+    "unsafe",
+]

@@ -20,8 +20,8 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .facts import ENV_KEY
-from .rules import arch_parts
+from pctfleet.cuda.facts import ENV_KEY
+from pctfleet.cuda.rules import arch_parts
 
 PROBE_SOURCE = r"""// pctfleet compile probe: flashinfer's JIT includes and link line, in miniature.
 #include <cuda/std/type_traits>

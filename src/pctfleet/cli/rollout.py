@@ -10,15 +10,22 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from . import exitcodes
-from .batches import parse_serial
-from .engine import RunOptions
-from .errors import InputError
-from .journal import Journal
-from .report import make_console
-from .rollout import Rollout, RolloutPlan, RolloutResult, journal_path, resume_state, write_start
-from .textout import line
-from .transport.options import ConnectOptions
+from pctfleet import exitcodes
+from pctfleet.cli.report import make_console
+from pctfleet.errors import InputError
+from pctfleet.run.batches import parse_serial
+from pctfleet.run.engine import RunOptions
+from pctfleet.run.journal import Journal
+from pctfleet.run.rollout import (
+    Rollout,
+    RolloutPlan,
+    RolloutResult,
+    journal_path,
+    resume_state,
+    write_start,
+)
+from pctfleet.textout import line
+from pctfleet.transport.options import ConnectOptions
 
 
 @dataclass
@@ -56,8 +63,8 @@ def _without_secrets(item: str) -> str:
     A file (@vars.yml) is kept as its name; a value with secrets becomes a JSON
     mapping whose secrets read ********, to be given again with -e on --resume.
     """
-    from .inventory import parse_extra_vars
-    from .templating import REDACTED, secret_values
+    from pctfleet.inventory import parse_extra_vars
+    from pctfleet.playbook.templating import REDACTED, secret_values
 
     if item.strip().startswith("@"):
         return item
@@ -100,8 +107,8 @@ def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
 
 
 def _check_secrets_given(items: list[str]) -> None:
-    from .inventory import parse_extra_vars
-    from .templating import REDACTED
+    from pctfleet.inventory import parse_extra_vars
+    from pctfleet.playbook.templating import REDACTED
 
     missing = sorted(k for k, v in parse_extra_vars(items).items() if REDACTED in json.dumps(v))
     if missing:
@@ -113,7 +120,7 @@ def _check_secrets_given(items: list[str]) -> None:
 
 def verify_gate(inventory: Any, connect: ConnectOptions, args: RolloutArgs):
     """The health gate: `verify` (or the selected checks) on the batch's containers."""
-    from .verify.runner import VerifyRequest, run_verify
+    from pctfleet.verify.runner import VerifyRequest, run_verify
 
     def gate(containers: list) -> dict[str, tuple[bool, str]]:
         request = VerifyRequest(
@@ -153,7 +160,7 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # n
     rollout = Rollout(plan, journal, gate, show)
     done = _still_healthy(rollout, done, containers)
     show({"kind": "rollout", "rollout_id": journal.run_id, "journal": str(journal.path)})
-    from .cli import _sigterm_as_interrupt
+    from pctfleet.cli.main import _sigterm_as_interrupt
 
     try:
         with _sigterm_as_interrupt():
@@ -164,8 +171,8 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # n
 
 
 def _plan(args: RolloutArgs, inventory: Any, containers: list, connect) -> RolloutPlan:  # noqa: ANN001
-    from .cli import _split_tags
-    from .inventory import parse_extra_vars
+    from pctfleet.cli.main import _split_tags
+    from pctfleet.inventory import parse_extra_vars
 
     options = RunOptions(
         tags=_split_tags(args.tags),

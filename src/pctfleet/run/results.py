@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .transport.base import UNREACHED
+from pctfleet.transport.base import UNREACHED
 
 
 @dataclass

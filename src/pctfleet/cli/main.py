@@ -11,12 +11,13 @@ from typing import Annotated
 
 import typer
 
-from . import adhoc, exitcodes
-from . import cliopts as o
-from .errors import InputError
-from .targets import build_fleet
-from .textout import line, visible
-from .transport.base import UNREACHED
+from pctfleet import exitcodes
+from pctfleet.cli import options as o
+from pctfleet.errors import InputError
+from pctfleet.run import adhoc
+from pctfleet.textout import line, visible
+from pctfleet.transport.base import UNREACHED
+from pctfleet.transport.connections import build_fleet
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
@@ -38,7 +39,7 @@ def fail(message: str, code: int) -> typer.Exit:
 
 def select_containers(inventory: Path | None, host: str | None, ct: str | None, limit: str | None):
     """The inventory and the containers a command works on: -i INVENTORY or --host/--ct."""
-    from .inventory import adhoc_inventory, load_inventory, parse_ctids
+    from pctfleet.inventory import adhoc_inventory, load_inventory, parse_ctids
 
     if inventory and host:
         raise fail("give either -i INVENTORY or --host/--ct, not both", exitcodes.BAD_OPTIONS)
@@ -149,11 +150,11 @@ def _playbook_run(
     lock=(300.0, 60.0),
 ) -> int:
     """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
-    from . import report
-    from .engine import RunOptions
-    from .fleet import RunRequest, execute, prepare
-    from .inventory import parse_extra_vars
-    from .journal import Journal
+    from pctfleet.cli import report
+    from pctfleet.inventory import parse_extra_vars
+    from pctfleet.run.engine import RunOptions
+    from pctfleet.run.journal import Journal
+    from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
     if not playbook.is_file():
         raise fail(f"playbook not found: {playbook}", exitcodes.BAD_OPTIONS)
@@ -438,9 +439,9 @@ def doctor_command(
     the one-line fix. Changes nothing. Exit 0 healthy, 2 a problem found,
     3 unreachable.
     """
-    from .doctor import run_doctor
-    from .doctorview import exit_code, render, to_json
-    from .report import make_console
+    from pctfleet.cli.doctorview import exit_code, render, to_json
+    from pctfleet.cli.report import make_console
+    from pctfleet.cuda.doctor import run_doctor
 
     conn = o.connect_options(
         user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
@@ -503,12 +504,12 @@ def audit_command(
     containers differ from the rest. Exit 0 no drift, 2 drift, 1 error
     (an unreachable container is never reported clean).
     """
-    from . import audit as drift
-    from .auditview import exit_code, render, to_json
-    from .engine import RunOptions
-    from .fleet import RunRequest, execute, prepare
-    from .inventory import parse_extra_vars
-    from .report import make_console
+    from pctfleet.cli.auditview import exit_code, render, to_json
+    from pctfleet.cli.report import make_console
+    from pctfleet.cuda import audit as drift
+    from pctfleet.inventory import parse_extra_vars
+    from pctfleet.run.engine import RunOptions
+    from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
     inv, containers = select_containers(inventory, host, ct, limit)
     options = RunOptions(
@@ -579,8 +580,8 @@ def verify_command(
     """
     from rich.console import Console
 
-    from .inventory import parse_extra_vars
-    from .verify.runner import VerifyRequest, VerifyUsageError, render, run_verify, to_json
+    from pctfleet.inventory import parse_extra_vars
+    from pctfleet.verify.runner import VerifyRequest, VerifyUsageError, render, run_verify, to_json
 
     inv, containers = select_containers(inventory, host, ct, limit)
     conn = o.connect_options(
@@ -692,7 +693,7 @@ def rollout_command(
     untouched containers, and --resume ID finishes the job. Exit 0 completed,
     2 stopped on failures, 99 interrupted.
     """
-    from .rolloutcli import RolloutArgs, run_rollout
+    from pctfleet.cli.rollout import RolloutArgs, run_rollout
 
     conn = o.connect_options(
         user, port, identity, known_hosts, accept_new_host_keys, timeout, connect_timeout
@@ -721,7 +722,7 @@ def rollout_command(
 
 
 def _register_subcommands() -> None:
-    from .lab.cli import lab_app
+    from pctfleet.lab.cli import lab_app
 
     app.add_typer(lab_app, name="lab", help="A local Proxmox-like lab: sshd nodes, LXC containers.")
 
@@ -770,7 +771,8 @@ def provision_main() -> None:
 def provision_app() -> typer.Typer:
     """The provision command as a program of its own. Reached through `app` its
     usage line would read `provision provision` (program name, then command)."""
-    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                         context_settings=HELP_OPTIONS)
+    single = typer.Typer(
+        add_completion=False, pretty_exceptions_enable=False, context_settings=HELP_OPTIONS
+    )
     single.command("provision")(provision_command)
     return single

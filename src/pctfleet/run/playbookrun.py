@@ -11,16 +11,16 @@ from typing import Any
 
 import jinja2
 
-from .engine import ContainerEngine, RunOptions
-from .errors import InputError
-from .journal import Journal
-from .modules import REGISTRY, known_args
-from .modules.args import Context
-from .playbook import load_playbook, select_tasks
-from .results import ContainerRun, TaskResult
-from .targets import build_fleet
-from .templating import condition, names_reached, redact, render
-from .transport.options import ConnectOptions
+from pctfleet.errors import InputError
+from pctfleet.modules import REGISTRY, known_args
+from pctfleet.modules.args import Context
+from pctfleet.playbook.loader import load_playbook, select_tasks
+from pctfleet.playbook.templating import condition, names_reached, redact, render
+from pctfleet.run.engine import ContainerEngine, RunOptions
+from pctfleet.run.journal import Journal
+from pctfleet.run.results import ContainerRun, TaskResult
+from pctfleet.transport.connections import build_fleet
+from pctfleet.transport.options import ConnectOptions
 
 
 @dataclass

@@ -23,16 +23,41 @@ from typing import Any
 
 from pctfleet.errors import PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
-from pctfleet.templating import syntax_problem
-from pctfleet.yamlsrc import YamlList, YamlMap, load_yaml, plain
+from pctfleet.playbook.templating import syntax_problem
+from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
 
-TASK_KEYWORDS = ("name", "args", "when", "tags", "register", "notify", "changed_when",
-                 "failed_when", "retries", "until", "delay", "timeout", "no_log",
-                 "ignore_errors", "become", "environment")
+TASK_KEYWORDS = (
+    "name",
+    "args",
+    "when",
+    "tags",
+    "register",
+    "notify",
+    "changed_when",
+    "failed_when",
+    "retries",
+    "until",
+    "delay",
+    "timeout",
+    "no_log",
+    "ignore_errors",
+    "become",
+    "environment",
+)
 HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
 IMPORT_KEYWORDS = ("name", "tags", "when")
-PLAY_KEYS = ("name", "hosts", "defaults", "vars", "vars_files", "tasks", "handlers", "tags",
-             "gather_facts", "become")
+PLAY_KEYS = (
+    "name",
+    "hosts",
+    "defaults",
+    "vars",
+    "vars_files",
+    "tasks",
+    "handlers",
+    "tags",
+    "gather_facts",
+    "become",
+)
 IMPORT_MODULES = ("import_tasks", "include_tasks")
 FREE_FORM_MODULES = ("command", "shell")
 FQCN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
@@ -117,8 +142,9 @@ class Playbook:
 # ---------------------------------------------------------------- tags
 
 
-def select_tasks(tasks: Iterable[Task], tags: set[str] | None = None,
-                 skip_tags: set[str] | None = None) -> list[Task]:
+def select_tasks(
+    tasks: Iterable[Task], tags: set[str] | None = None, skip_tags: set[str] | None = None
+) -> list[Task]:
     """Tasks that run for `--tags`/`--skip-tags`, with Ansible's rules:
     `always` runs unless skipped by name, `never` runs only when asked for by
     one of its tags, `all` means every task but `never` ones, `tagged` and
@@ -126,15 +152,16 @@ def select_tasks(tasks: Iterable[Task], tags: set[str] | None = None,
     return [t for t in tasks if should_run(t.tags, tags, skip_tags)]
 
 
-def should_run(task_tags: Iterable[str], only: set[str] | None,
-               skip: set[str] | None) -> bool:
+def should_run(task_tags: Iterable[str], only: set[str] | None, skip: set[str] | None) -> bool:
     tags = set(task_tags) or {"untagged"}
     untagged = tags == {"untagged"}
     only = set(only or ()) or {"all"}
-    run = ("always" in tags
-           or ("all" in only and "never" not in tags)
-           or not tags.isdisjoint(only)
-           or ("tagged" in only and not untagged and "never" not in tags))
+    run = (
+        "always" in tags
+        or ("all" in only and "never" not in tags)
+        or not tags.isdisjoint(only)
+        or ("tagged" in only and not untagged and "never" not in tags)
+    )
     if run and skip:
         if "all" in skip:
             run = "always" in tags and "always" not in skip
@@ -159,13 +186,12 @@ class _Reader:
         if key in self.known:
             return key
         for prefix in FQCN_PREFIXES:
-            if key.startswith(prefix) and key[len(prefix):] in self.known:
-                return key[len(prefix):]
+            if key.startswith(prefix) and key[len(prefix) :] in self.known:
+                return key[len(prefix) :]
         return None
 
 
-def _fail(message: str, m: YamlMap | YamlList, key: Any = None,
-          ctx: str = "") -> PlaybookError:
+def _fail(message: str, m: YamlMap | YamlList, key: Any = None, ctx: str = "") -> PlaybookError:
     where = m.where(key) if isinstance(m, YamlMap | YamlList) else None
     return PlaybookError(f"{ctx}: {message}" if ctx else message, where=where)
 
@@ -177,10 +203,8 @@ def _str_list(m: YamlMap, key: str, ctx: str, *, allow_bool: bool = False) -> li
         return []
     items = raw if isinstance(raw, list) else [raw]
     scalar = (str, int, float) if not allow_bool else (str, int, float, bool)
-    if any(not isinstance(i, scalar) or (isinstance(i, bool) and not allow_bool)
-           for i in items):
-        raise _fail(f"{key!r} must be a string or a list of strings, got {brief(raw)}",
-                    m, key, ctx)
+    if any(not isinstance(i, scalar) or (isinstance(i, bool) and not allow_bool) for i in items):
+        raise _fail(f"{key!r} must be a string or a list of strings, got {brief(raw)}", m, key, ctx)
     return [str(i) for i in items]
 
 
@@ -202,8 +226,12 @@ def _number(m: YamlMap, key: str, ctx: str, default: Any, *, integer: bool = Fal
     if value is None:
         return default
     kinds = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0 \
-            or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, kinds)
+        or value < 0
+        or not math.isfinite(value)
+    ):
         kind = "a whole number" if integer else "a number"
         raise _fail(f"{key!r} must be {kind} >= 0, got {brief(value)}", m, key, ctx)
     return value if integer else float(value)
@@ -273,14 +301,17 @@ def _module_key(reader: _Reader, m: YamlMap, keywords: Sequence[str], ctx: str) 
             raise _fail(f"{key!r}: {UNSUPPORTED[key]}", m, key, ctx)
         if reader.canonical(key) is None and key not in _import_names():
             choices = [*keywords, *reader.known]
-            raise _fail(f"unknown module or keyword {key!r}{did_you_mean(key, choices)}",
-                        m, key, ctx)
+            raise _fail(
+                f"unknown module or keyword {key!r}{did_you_mean(key, choices)}", m, key, ctx
+            )
     if not others:
-        raise _fail("task names no module (known: "
-                    f"{', '.join(sorted(reader.known))})", m, None, ctx)
+        raise _fail(
+            f"task names no module (known: {', '.join(sorted(reader.known))})", m, None, ctx
+        )
     if len(others) > 1:
-        raise _fail(f"task names more than one module: {', '.join(map(repr, others))}",
-                    m, others[1], ctx)
+        raise _fail(
+            f"task names more than one module: {', '.join(map(repr, others))}", m, others[1], ctx
+        )
     return others[0]
 
 
@@ -317,14 +348,25 @@ def _key_value_args(text: str, m: YamlMap, key: str, ctx: str) -> dict[str, str]
     for word in words:
         name, sep, value = word.partition("=")
         if not sep or not name:
-            raise _fail(f"module {key!r} takes a mapping or key=value arguments, "
-                        f"got {brief(word)}", m, key, ctx)
+            raise _fail(
+                f"module {key!r} takes a mapping or key=value arguments, got {brief(word)}",
+                m,
+                key,
+                ctx,
+            )
         args[name] = value
     return args
 
 
-def _check_args(reader: _Reader, args: dict, sources: Sequence[YamlMap], m: YamlMap,
-                key: str, module: str, ctx: str) -> None:
+def _check_args(
+    reader: _Reader,
+    args: dict,
+    sources: Sequence[YamlMap],
+    m: YamlMap,
+    key: str,
+    module: str,
+    ctx: str,
+) -> None:
     """Every argument name must be one the module takes; errors point at its line."""
     allowed = reader.known[module]
     for name in args:
@@ -332,11 +374,20 @@ def _check_args(reader: _Reader, args: dict, sources: Sequence[YamlMap], m: Yaml
             continue
         at, at_key = next(((s, name) for s in sources if name in s), (m, key))
         if not isinstance(name, str):
-            raise _fail(f"argument name {brief(name)} of module {module!r} must be a "
-                        "string", at, at_key, ctx)
-        raise _fail(f"unknown argument {name!r} for module {module!r}"
-                    f"{did_you_mean(name, allowed or ())}; it takes: "
-                    f"{', '.join(sorted(allowed or ())) or 'no arguments'}", at, at_key, ctx)
+            raise _fail(
+                f"argument name {brief(name)} of module {module!r} must be a string",
+                at,
+                at_key,
+                ctx,
+            )
+        raise _fail(
+            f"unknown argument {name!r} for module {module!r}"
+            f"{did_you_mean(name, allowed or ())}; it takes: "
+            f"{', '.join(sorted(allowed or ())) or 'no arguments'}",
+            at,
+            at_key,
+            ctx,
+        )
 
 
 def _conditions(m: YamlMap, key: str, ctx: str) -> list[str] | None:
@@ -362,13 +413,20 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
     environment = _mapping(m, "environment", ctx, var_names=True)  # `export NAME=...`
     _check_jinja(environment, m, "environment", ctx)
     return dict(
-        when=_conditions(m, "when", ctx) or [], tags=_tags(m, ctx), register=register,
-        notify=_str_list(m, "notify", ctx), changed_when=_conditions(m, "changed_when", ctx),
+        when=_conditions(m, "when", ctx) or [],
+        tags=_tags(m, ctx),
+        register=register,
+        notify=_str_list(m, "notify", ctx),
+        changed_when=_conditions(m, "changed_when", ctx),
         failed_when=_conditions(m, "failed_when", ctx),
         retries=_number(m, "retries", ctx, default_retries, integer=True),
-        until=until[0] if until else None, delay=_number(m, "delay", ctx, DEFAULT_DELAY),
-        timeout=timeout, no_log=_bool(m, "no_log", ctx),
-        ignore_errors=_bool(m, "ignore_errors", ctx), environment=environment)
+        until=until[0] if until else None,
+        delay=_number(m, "delay", ctx, DEFAULT_DELAY),
+        timeout=timeout,
+        no_log=_bool(m, "no_log", ctx),
+        ignore_errors=_bool(m, "ignore_errors", ctx),
+        environment=environment,
+    )
 
 
 def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list[Task]:
@@ -386,13 +444,11 @@ def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list[Task]:
     loc = m.where()
     args = _module_args(reader, m, key, module, ctx)
     if handler:
-        return [Handler(name, module, args, listen=_str_list(m, "listen", ctx), loc=loc,
-                        **fields)]
+        return [Handler(name, module, args, listen=_str_list(m, "listen", ctx), loc=loc, **fields)]
     return [Task(name, module, args, loc=loc, **fields)]
 
 
-def _task_list(reader: _Reader, m: YamlMap, key: str, ctx: str,
-               handler: bool) -> list[Task]:
+def _task_list(reader: _Reader, m: YamlMap, key: str, ctx: str, handler: bool) -> list[Task]:
     raw = m.get(key)
     if raw is None:
         return []
@@ -405,8 +461,9 @@ def _tasks_of(reader: _Reader, items: YamlList, handler: bool) -> list[Task]:
     out: list[Task] = []
     for i, item in enumerate(items):
         if not isinstance(item, YamlMap):
-            raise _fail(f"a task must be a mapping (name: ..., module: ...), got "
-                        f"{brief(item)}", items, i)
+            raise _fail(
+                f"a task must be a mapping (name: ..., module: ...), got {brief(item)}", items, i
+            )
         out += _parse_task(reader, item, handler)
     return out
 
@@ -418,11 +475,16 @@ def _import(reader: _Reader, m: YamlMap, key: str, handler: bool, ctx: str) -> l
     """Expand `import_tasks: file.yml` in place; its `when`/`tags` apply to each task."""
     for other in m:
         if other != key and other not in IMPORT_KEYWORDS:
-            raise _fail(f"{other!r} cannot be used with {key!r} (only "
-                        f"{', '.join(IMPORT_KEYWORDS)})", m, other, ctx)
+            raise _fail(
+                f"{other!r} cannot be used with {key!r} (only {', '.join(IMPORT_KEYWORDS)})",
+                m,
+                other,
+                ctx,
+            )
     path = _import_path(reader, m, key, ctx)
-    if len(reader.imports) >= MAX_IMPORT_DEPTH or \
-            path.resolve() in [p.resolve() for p in reader.imports]:
+    if len(reader.imports) >= MAX_IMPORT_DEPTH or path.resolve() in [
+        p.resolve() for p in reader.imports
+    ]:
         chain = " -> ".join(p.name for p in [*reader.imports, path])
         raise _fail(f"import loop or too deep: {chain}", m, key, ctx)
     items = load_yaml(path, what="a list of tasks")
@@ -444,15 +506,24 @@ def _import_path(reader: _Reader, m: YamlMap, key: str, ctx: str) -> Path:
     if not isinstance(raw, str) or not raw.strip():
         raise _fail(f"{key!r} must name a task file, got {brief(raw)}", m, key, ctx)
     if "{{" in raw or "{%" in raw:
-        raise _fail(f"{key!r}: a templated file name is not supported (tasks are "
-                    "imported when the playbook is read)", m, key, ctx)
+        raise _fail(
+            f"{key!r}: a templated file name is not supported (tasks are "
+            "imported when the playbook is read)",
+            m,
+            key,
+            ctx,
+        )
     current = reader.imports[-1] if reader.imports else reader.path
     for base in dict.fromkeys([current.parent, reader.path.parent]):
         candidate = Path(os.path.normpath(base / raw))
         if candidate.is_file():
             return candidate
-    raise _fail(f"{key!r}: task file {raw!r} not found next to {current.name} or "
-                f"{reader.path.name}", m, key, ctx)
+    raise _fail(
+        f"{key!r}: task file {raw!r} not found next to {current.name} or {reader.path.name}",
+        m,
+        key,
+        ctx,
+    )
 
 
 # ---------------------------------------------------------------- plays
@@ -465,8 +536,13 @@ def _check_play_keys(m: YamlMap, ctx: str) -> None:
         if key in UNSUPPORTED:
             raise _fail(f"{key!r}: {UNSUPPORTED[key]}", m, key, ctx)
         if key not in PLAY_KEYS:
-            raise _fail(f"unknown play key {brief(key)}{did_you_mean(key, PLAY_KEYS)}; "
-                        f"expected one of: {', '.join(PLAY_KEYS)}", m, key, ctx)
+            raise _fail(
+                f"unknown play key {brief(key)}{did_you_mean(key, PLAY_KEYS)}; "
+                f"expected one of: {', '.join(PLAY_KEYS)}",
+                m,
+                key,
+                ctx,
+            )
 
 
 def _hosts(m: YamlMap, ctx: str) -> str:
@@ -484,12 +560,12 @@ def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> dict[str, Any]:
         raise _fail("'vars_files' must be a list of file names", m, "vars_files", ctx)
     for i, name in enumerate(raw or []):
         if not isinstance(name, str) or "{{" in name:
-            raise _fail(f"vars_files entry must be a plain file name, got {brief(name)}",
-                        raw, i, ctx)
+            raise _fail(
+                f"vars_files entry must be a plain file name, got {brief(name)}", raw, i, ctx
+            )
         data = load_yaml(reader.path.parent / name, what="a mapping of variables")
         if not isinstance(data, YamlMap):
-            raise _fail(f"vars file {name!r} must hold a mapping, got {brief(data)}",
-                        raw, i, ctx)
+            raise _fail(f"vars file {name!r} must hold a mapping, got {brief(data)}", raw, i, ctx)
         merged.update(_checked_names(data, "vars_files", ctx, var_names=True))
     return merged
 
@@ -500,21 +576,31 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     _check_play_keys(m, ctx)
     variables = {**_mapping(m, "vars", ctx, var_names=True), **_vars_files(reader, m, ctx)}
     tags = _tags(m, ctx)
-    tasks = [replace(t, tags=t.tags | tags)
-             for t in _task_list(reader, m, "tasks", ctx, handler=False)]
+    tasks = [
+        replace(t, tags=t.tags | tags) for t in _task_list(reader, m, "tasks", ctx, handler=False)
+    ]
     handlers = _task_list(reader, m, "handlers", ctx, handler=True)
     _check_notify([*tasks, *handlers], handlers)
     defaults = _mapping(m, "defaults", ctx, var_names=True)
-    return Play(name or f"play #{index + 1}", _hosts(m, ctx), variables, tasks,
-                handlers, tags, m.where(), defaults)
+    return Play(
+        name or f"play #{index + 1}",
+        _hosts(m, ctx),
+        variables,
+        tasks,
+        handlers,
+        tags,
+        m.where(),
+        defaults,
+    )
 
 
 def _check_notify(tasks: Sequence[Task], handlers: Sequence[Task]) -> None:
     seen: dict[str, str] = {}
     for h in handlers:
         if h.name in seen:
-            raise PlaybookError(f"handler name {h.name!r} is already used at {seen[h.name]}",
-                                where=h.loc)
+            raise PlaybookError(
+                f"handler name {h.name!r} is already used at {seen[h.name]}", where=h.loc
+            )
         seen[h.name] = h.loc
     topics = {h.name for h in handlers}
     topics |= {t for h in handlers if isinstance(h, Handler) for t in h.listen}
@@ -522,27 +608,30 @@ def _check_notify(tasks: Sequence[Task], handlers: Sequence[Task]) -> None:
         for name in task.notify:
             if name not in topics:
                 known = ", ".join(sorted(topics)) or "none defined"
-                raise PlaybookError(f"task {task.name!r}: notify {name!r} names no handler"
-                                    f"{did_you_mean(name, topics)} (handlers: {known})",
-                                    where=task.loc)
+                raise PlaybookError(
+                    f"task {task.name!r}: notify {name!r} names no handler"
+                    f"{did_you_mean(name, topics)} (handlers: {known})",
+                    where=task.loc,
+                )
 
 
-def load_playbook(path: str | Path,
-                  known_modules: Mapping[str, set[str] | None]) -> Playbook:
+def load_playbook(path: str | Path, known_modules: Mapping[str, set[str] | None]) -> Playbook:
     """Read and validate a playbook. `known_modules` maps each module name to the
     argument names it accepts (None: anything)."""
     reader = _Reader(Path(path), known_modules)
     doc = load_yaml(path, what="a list of plays")
     if not isinstance(doc, YamlList):
-        raise PlaybookError("a playbook is a list of plays (start each play with '- "
-                            f"hosts: ...'), got {brief(doc)}", where=f"{path}:1")
+        raise PlaybookError(
+            "a playbook is a list of plays (start each play with '- "
+            f"hosts: ...'), got {brief(doc)}",
+            where=f"{path}:1",
+        )
     if not doc:
         raise PlaybookError("the playbook has no plays", where=f"{path}:1")
     plays = []
     for i, item in enumerate(doc):
         if not isinstance(item, YamlMap):
-            raise _fail(f"a play must be a mapping (hosts, tasks, ...), got {brief(item)}",
-                        doc, i)
+            raise _fail(f"a play must be a mapping (hosts, tasks, ...), got {brief(item)}", doc, i)
         try:
             plays.append(_parse_play(reader, item, i))
         except RecursionError:

@@ -9,8 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .results import UNREACHED, ContainerRun, TaskResult, summary
-from .textout import line
+from pctfleet.run.results import UNREACHED, ContainerRun, TaskResult, summary
+from pctfleet.textout import line
 
 STYLE = {
     "ok": "green",

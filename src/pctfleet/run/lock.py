@@ -15,8 +15,8 @@ import socket
 import time
 from dataclasses import dataclass
 
-from .modules.base import q
-from .transport.base import RunResult, Target
+from pctfleet.modules.base import q
+from pctfleet.transport.base import RunResult, Target
 
 LOCK_DIR = "/run/pctfleet/run.lock"
 BUSY = 75  # EX_TEMPFAIL: another live run holds the lock

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import TypeVar
 
-from .errors import InputError
+from pctfleet.errors import InputError
 
 T = TypeVar("T")
 

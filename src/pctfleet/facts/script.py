@@ -14,8 +14,8 @@ import re
 import secrets
 from collections.abc import Mapping
 
-from .factkv import KV_FUNCTION
-from .modules.base import Fact
+from pctfleet.facts.kv import KV_FUNCTION
+from pctfleet.modules.base import Fact
 
 BEGIN = "\x1epctfleet-fact-begin "
 END = "\x1epctfleet-fact-end "

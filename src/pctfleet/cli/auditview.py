@@ -7,9 +7,9 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from . import exitcodes
-from .audit import MATRIX, ContainerAudit, majority, summary
-from .textout import line
+from pctfleet import exitcodes
+from pctfleet.cuda.audit import MATRIX, ContainerAudit, majority, summary
+from pctfleet.textout import line
 
 STYLE = {"clean": "green", "drift": "bold yellow"}
 

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from . import exitcodes
-from .transport.base import Stdin, Target, TransportError
+from pctfleet import exitcodes
+from pctfleet.transport.base import Stdin, Target, TransportError
 
 
 @dataclass

@@ -104,12 +104,16 @@ def _check_duplicates(loader: PositionLoader, node: MappingNode) -> None:
         try:
             first = seen.get(key)
         except TypeError:
-            raise ConstructorError(None, None, "found an unhashable key",
-                                   key_node.start_mark) from None
+            raise ConstructorError(
+                None, None, "found an unhashable key", key_node.start_mark
+            ) from None
         if first is not None:
             raise ConstructorError(
-                None, None, f"duplicate key {key!r} (first defined on line {first})",
-                key_node.start_mark)
+                None,
+                None,
+                f"duplicate key {key!r} (first defined on line {first})",
+                key_node.start_mark,
+            )
         seen[key] = _line(key_node)
 
 
@@ -124,8 +128,9 @@ def _construct_map(loader: PositionLoader, node: MappingNode):
         try:
             hash(key)
         except TypeError:
-            raise ConstructorError(None, None, "found an unhashable key",
-                                   key_node.start_mark) from None
+            raise ConstructorError(
+                None, None, "found an unhashable key", key_node.start_mark
+            ) from None
         data[key] = loader.construct_object(value_node, deep=False)
         data.key_lines[key] = _line(key_node)
 
@@ -149,8 +154,9 @@ def _yaml_problem(err: yaml.YAMLError, name: str, text: str) -> InputError:
         line = text[: err.position].count("\n") + 1
         char = err.character
         shown = f"#x{char:04x}" if isinstance(char, int) else repr(char)
-        return InputError(f"YAML error: special character {shown} is not allowed",
-                          where=f"{name}:{line}")
+        return InputError(
+            f"YAML error: special character {shown} is not allowed", where=f"{name}:{line}"
+        )
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     problem = getattr(err, "problem", None) or getattr(err, "context", None)
     if mark is not None:

@@ -11,14 +11,14 @@ import base64
 import shlex
 from dataclasses import asdict, dataclass, field
 
-from . import probe as framing
-from .cuda.facts import PIP_NAMES, ToolchainFacts, parse_toolchain, toolchain_snippet
-from .cuda.known_errors import Finding, scan
-from .cuda.probe_cu import ProbeResult, parse_probe, probe_script
-from .cuda.rules import RuleResult, check, verdict
-from .modules.base import q
-from .modules.toolchain import env_file_prefix
-from .transport.base import Target, TransportError
+from pctfleet.cuda.compile_probe import ProbeResult, parse_probe, probe_script
+from pctfleet.cuda.facts import PIP_NAMES, ToolchainFacts, parse_toolchain, toolchain_snippet
+from pctfleet.cuda.known_errors import Finding, scan
+from pctfleet.cuda.rules import RuleResult, check, verdict
+from pctfleet.facts import script as framing
+from pctfleet.modules.base import q
+from pctfleet.modules.toolchain import env_file_prefix
+from pctfleet.transport.base import Target, TransportError
 
 LOG_LINES = 3000
 COMPONENTS = tuple(name for name in PIP_NAMES if name != "ninja")
@@ -197,8 +197,8 @@ def run_doctor(inventory, containers: list, connect, overrides: dict, forks: int
     """Diagnose each container in parallel (or this machine when `inventory` is None)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from .targets import build_fleet
-    from .transport.local import LocalTarget
+    from pctfleet.transport.connections import build_fleet
+    from pctfleet.transport.local import LocalTarget
 
     if inventory is None:
         return [diagnose(LocalTarget(), request_for({}, overrides))]

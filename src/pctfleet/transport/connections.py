@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .transport.options import ConnectOptions, with_overrides
-from .transport.pct import PctTarget
-from .transport.ssh import NodePool
+from pctfleet.transport.options import ConnectOptions, with_overrides
+from pctfleet.transport.pct import PctTarget
+from pctfleet.transport.ssh import NodePool
 
 
 @dataclass

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cuda.facts import parse_toolchain, toolchain_snippet
-from .factkv import decode_fields
-from .modules.base import q
-from .modules.cccl import MANIFEST
-from .modules.pip import LIST_INSTALLED
-from .results import UNREACHED, ContainerRun
+from pctfleet.cuda.facts import parse_toolchain, toolchain_snippet
+from pctfleet.facts.kv import decode_fields
+from pctfleet.modules.base import q
+from pctfleet.modules.cccl import MANIFEST
+from pctfleet.modules.pip import LIST_INSTALLED
+from pctfleet.run.results import UNREACHED, ContainerRun
 
 DEFAULT_BASELINE = Path("~/.local/state/pctfleet/baseline.json")
 MATRIX = ("nvcc", "nvvm", "runtime", "cccl", "torch", "flashinfer", "sglang", "driver")

@@ -15,17 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import probe
-from .errors import InputError
-from .journal import new_run_id
-from .modules import REGISTRY
-from .modules.args import Context
-from .modules.base import Fact, Plan, q
-from .results import ContainerRun, TaskResult
-from .runlock import LockTimeout, RunLock, busy, holder
-from .templating import condition, redact, render, unsafe
-from .transport.base import CommandTimeout, Target, TransferError, TransportError
-from .transport.files import push
+from pctfleet.errors import InputError
+from pctfleet.facts import script as probe
+from pctfleet.modules import REGISTRY
+from pctfleet.modules.args import Context
+from pctfleet.modules.base import Fact, Plan, q
+from pctfleet.playbook.templating import condition, redact, render, unsafe
+from pctfleet.run.journal import new_run_id
+from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
+from pctfleet.run.results import ContainerRun, TaskResult
+from pctfleet.transport.base import CommandTimeout, Target, TransferError, TransportError
+from pctfleet.transport.files import push
 
 HIDDEN = "output hidden (no_log: true)"
 
