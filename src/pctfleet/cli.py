@@ -637,7 +637,10 @@ def rollout_command(
     gate_checks: Annotated[
         str | None,
         typer.Option(
-            "--gate-checks", help="pytest -k expression selecting the gate's checks [default: all]."
+            "--gate-checks",
+            help="pytest -k expression selecting the gate's verify checks "
+            "[default: the batch is converged, plus the checks of the stack parts "
+            "the playbook deploys].",
         ),
     ] = None,
     gate_tests: Annotated[

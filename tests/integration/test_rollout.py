@@ -17,6 +17,8 @@ pytestmark = pytest.mark.lab
 
 PLAYBOOKS = Path(__file__).parent / "playbooks"
 BOOK = str(PLAYBOOKS / "rollout.yml")
+PLAIN = str(PLAYBOOKS / "plain.yml")  # deploys no part of the GPU stack
+BY_NODE = ("--serial", "3", "--order", "node")
 GATE = ["--gate-tests", str(PLAYBOOKS / "gate_checks.py"), "--gate-checks", "rollout_health"]
 
 
@@ -198,3 +200,28 @@ def test_failed_health_gate_stops_after_that_batch(rlab, tmp_path):
     assert len(result["untouched"]) == 6
     inside = markers(inventory, marker)
     assert not any(inside[key] for key in result["untouched"])
+
+
+def test_default_gate_checks_what_the_playbook_manages(rlab, tmp_path):
+    _, inventory = rlab
+    in_containers(inventory, "rm", "-rf", "/tmp/rollout-plain")
+    code, events = rollout(inventory, tmp_path, PLAIN, *BY_NODE)
+    gates = [e for e in events if e["kind"] == "gate"]
+    assert code == 0, gates
+    assert [g["passed"] for g in gates] == [True, True, True]
+    assert len(summary(events)["done"]) == 9
+
+
+def test_default_gate_fails_a_container_that_is_not_converged(rlab, tmp_path):
+    _, inventory = rlab
+    code, events = rollout(inventory, tmp_path, PLAIN, *BY_NODE, "-e", "fight=node1/201")
+    assert code == 2
+    gate = next(e for e in events if e["kind"] == "gate")
+    assert gate["batch"] == 1 and not gate["passed"]
+    verdict = gate["results"]["node1/201"]
+    assert not verdict["passed"] and "not converged" in verdict["message"], verdict
+    assert "'settings'" in verdict["message"]
+    assert gate["results"]["node1/200"]["passed"], gate["results"]
+    result = summary(events)
+    assert "health gate failed after batch 1" in result["stopped"]
+    assert len(result["untouched"]) == 6
