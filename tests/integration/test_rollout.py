@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -16,6 +17,8 @@ pytestmark = pytest.mark.lab
 
 PLAYBOOKS = Path(__file__).parent / "playbooks"
 BOOK = str(PLAYBOOKS / "rollout.yml")
+PLAIN = str(PLAYBOOKS / "plain.yml")  # deploys no part of the GPU stack
+BY_NODE = ("--serial", "3", "--order", "node")
 GATE = ["--gate-tests", str(PLAYBOOKS / "gate_checks.py"), "--gate-checks", "rollout_health"]
 
 
@@ -120,32 +123,50 @@ def test_stopped_container_stops_the_rollout_then_resume_completes(rlab, tmp_pat
     assert audit.returncode == 0, audit.stdout[-2000:]
 
 
+def in_containers(inventory: str, *argv: str) -> dict[str, str]:
+    proc = pctfleet("exec", "-i", inventory, "--json", "--", *argv)
+    return {r["container"]: r["stdout"] for r in json.loads(proc.stdout)["results"]}
+
+
+def overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
 def test_per_node_limit_never_overlaps_a_node(rlab, tmp_path):
     _, inventory = rlab
+    log = "/tmp/rollout-per-node.log"
+    in_containers(inventory, "rm", "-f", log)
+    started = time.time()
     code, events = rollout(
         inventory,
         tmp_path,
-        BOOK,
+        str(PLAYBOOKS / "timed.yml"),
         "--serial",
         "100%",
         "--per-node",
         "1",
         "--no-gate",
         "-e",
-        "marker=/tmp/rollout-per-node",
+        f"log={log}",
     )
-    assert code == 0
+    assert code == 0, events[-1]
+    # What each container itself recorded: when its change began and ended.
     spans = defaultdict(list)
-    for event in events:
-        if event["kind"] == "container":
-            spans[event["container"].split("/")[0]].append(
-                (event["started_at"], event["finished_at"])
-            )
+    for key, text in in_containers(inventory, "cat", log).items():
+        begin, end = (float(line.split()[1]) for line in text.splitlines())
+        spans[key.split("/")[0]].append((begin, end))
     assert sorted(spans) == ["node1", "node2", "node3"]
+    assert all(len(intervals) == 3 for intervals in spans.values())
     for node, intervals in spans.items():
         intervals.sort()
-        for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
-            assert start >= end, f"{node}: two containers in flight at once"
+        for before, after in zip(intervals, intervals[1:], strict=False):
+            assert not overlaps(before, after), f"{node}: two containers in flight at once"
+    # The limit is per node: the nodes still ran side by side.
+    assert any(overlaps(a, b) for a in spans["node1"] for b in spans["node2"] + spans["node3"])
+    runs = [e for e in events if e["kind"] == "container"]
+    assert len(runs) == 9
+    for run in runs:
+        assert started <= run["started_at"] <= run["finished_at"] <= time.time(), run
 
 
 def test_failed_health_gate_stops_after_that_batch(rlab, tmp_path):
@@ -179,3 +200,28 @@ def test_failed_health_gate_stops_after_that_batch(rlab, tmp_path):
     assert len(result["untouched"]) == 6
     inside = markers(inventory, marker)
     assert not any(inside[key] for key in result["untouched"])
+
+
+def test_default_gate_checks_what_the_playbook_manages(rlab, tmp_path):
+    _, inventory = rlab
+    in_containers(inventory, "rm", "-rf", "/tmp/rollout-plain")
+    code, events = rollout(inventory, tmp_path, PLAIN, *BY_NODE)
+    gates = [e for e in events if e["kind"] == "gate"]
+    assert code == 0, gates
+    assert [g["passed"] for g in gates] == [True, True, True]
+    assert len(summary(events)["done"]) == 9
+
+
+def test_default_gate_fails_a_container_that_is_not_converged(rlab, tmp_path):
+    _, inventory = rlab
+    code, events = rollout(inventory, tmp_path, PLAIN, *BY_NODE, "-e", "fight=node1/201")
+    assert code == 2
+    gate = next(e for e in events if e["kind"] == "gate")
+    assert gate["batch"] == 1 and not gate["passed"]
+    verdict = gate["results"]["node1/201"]
+    assert not verdict["passed"] and "not converged" in verdict["message"], verdict
+    assert "'settings'" in verdict["message"]
+    assert gate["results"]["node1/200"]["passed"], gate["results"]
+    result = summary(events)
+    assert "health gate failed after batch 1" in result["stopped"]
+    assert len(result["untouched"]) == 6

@@ -83,7 +83,13 @@ def test_second_run_waits_and_never_interleaves(inventory, tmp_path):
     first = start(inventory, book(tmp_path, 3), tmp_path)
     time.sleep(1.5)
     second = start(inventory, book(tmp_path, 0.1), tmp_path)
-    assert first.wait(60) == 0 and second.wait(60) == 0, second.stderr.read()
+    _, waited = second.communicate(timeout=60)
+    assert first.wait(60) == 0 and second.returncode == 0, waited
+    # The operator is told what the second run waits for, not left with a silent terminal.
+    told = [line for line in waited.splitlines() if "waiting for the lock of run" in line]
+    assert len(told) == 1, waited
+    assert told[0].startswith(f"{KEY}: ") and "held since" in told[0], told
+    assert "lease until" in told[0] and "giving up in" in told[0], told
     lines = [line.split() for line in in_ct(inventory, "cat /tmp/pctfleet-lock-log").splitlines()]
     assert [kind for kind, _ in lines] == ["start", "end", "start", "end"]
     assert (

@@ -654,8 +654,9 @@ def rollout_command(
         str | None,
         typer.Option(
             "--gate-checks",
-            help="pytest -k expression selecting the gate's checks.",
-            show_default="all",
+            help="pytest -k expression selecting the gate's verify checks.",
+            show_default="the batch is converged, plus the checks of the stack parts "
+            "the playbook deploys",
         ),
     ] = None,
     gate_tests: Annotated[

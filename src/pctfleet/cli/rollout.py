@@ -118,18 +118,29 @@ def _check_secrets_given(items: list[str]) -> None:
         )
 
 
-def verify_gate(inventory: Any, connect: ConnectOptions, args: RolloutArgs):
-    """The health gate: `verify` (or the selected checks) on the batch's containers."""
+def verify_gate(plan: RolloutPlan, args: RolloutArgs):
+    """The health gate: what the playbook manages, or the `--gate-checks`/`--gate-tests` given."""
+    from pctfleet.run.gate import default_gate
+
+    if args.gate_checks or args.gate_tests:
+        return _verify(plan, args, args.gate_checks, with_extra_vars=False)
+    return default_gate(plan, lambda keyword: _verify(plan, args, keyword, with_extra_vars=True))
+
+
+def _verify(plan: RolloutPlan, args: RolloutArgs, keyword: str | None, with_extra_vars: bool):
+    """`verify` with `keyword` (and --gate-tests) on the batch's containers."""
     from pctfleet.verify.runner import VerifyRequest, run_verify
 
     def gate(containers: list) -> dict[str, tuple[bool, str]]:
         request = VerifyRequest(
-            inventory,
+            plan.inventory,
             containers,
-            connect,
+            plan.connect,
             tests=list(args.gate_tests),
-            keyword=args.gate_checks,
+            keyword=keyword,
             forks=args.forks,
+            # Settings the playbook was given with -e (server_port, ...) are what it deployed.
+            extra_vars=dict(plan.options.extra_vars) if with_extra_vars else {},
         )
         verdicts = {}
         for result in run_verify(request).containers:
@@ -151,7 +162,7 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # n
         raise InputError("rollout needs -i INVENTORY")
     inventory, containers = select(args.inventory, None, None, args.limit)
     plan = _plan(args, inventory, containers, connect)
-    gate = verify_gate(inventory, connect, args) if args.gate else None
+    gate = verify_gate(plan, args) if args.gate else None
     journal = Journal(Path(args.journal_dir or "~/.local/state/pctfleet/rollouts"), args.resume)
     plan.options.run_id = journal.run_id
     show = _printer(args.as_json)

@@ -92,6 +92,7 @@ class ContainerEngine:
     def play(self, tasks: list, handlers: list) -> None:
         """Run tasks, then notified handlers; record transport failures as statuses."""
         started = time.monotonic()
+        self.run.started_at = self.run.started_at or time.time()  # the first play's start
         try:
             self._run_list(tasks, handler=False)
             wanted = [h for h in handlers if self._is_notified(h)]
@@ -118,6 +119,7 @@ class ContainerEngine:
             self._release()
             self.run.remote_calls = self.target.calls
             self.run.duration += time.monotonic() - started
+            self.run.finished_at = time.time()
 
     def _release(self) -> None:
         """Best effort: a lock we cannot release expires with its lease."""

@@ -11,9 +11,12 @@ the next run takes the lock over, by renaming the directory away atomically.
 
 from __future__ import annotations
 
+import re
 import socket
+import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from pctfleet.modules.base import q
 from pctfleet.transport.base import RunResult, Target
@@ -25,19 +28,23 @@ SHELL = r"""
 pctfleet_lock() {  # run_id lease_seconds who
   d=@DIR@
   mkdir -p "${d%/*}"
-  if ! mkdir "$d" 2>/dev/null; then
-    h_run=; h_exp=0; h_pid=0; h_who=
+  if mkdir "$d" 2>/dev/null; then
+    date +%s > "$d/since"
+  else
+    h_run=; h_exp=0; h_pid=0; h_who=; h_since=$(cat "$d/since" 2>/dev/null)
     read -r h_run h_exp h_pid h_who < "$d/holder" 2>/dev/null
     if [ "$h_run" != "$1" ]; then
       alive=; [ "${h_pid:-0}" -gt 1 ] 2>/dev/null && kill -0 "$h_pid" 2>/dev/null && alive=1
       if [ -n "$alive" ] || [ "${h_exp:-0}" -gt "$(date +%s)" ]; then
-        echo "pctfleet-lock-busy run $h_run by $h_who (lease until $h_exp, pid $h_pid)" >&2
+        echo "pctfleet-lock-busy run $h_run by $h_who (lease until $h_exp, pid $h_pid," \
+          "since ${h_since:-?})" >&2
         exit 75
       fi
       mv "$d" "$d.stale.$$" 2>/dev/null && rm -rf "$d.stale.$$"
       if ! mkdir "$d" 2>/dev/null; then
         echo "pctfleet-lock-busy run (taken over meanwhile)" >&2; exit 75
       fi
+      date +%s > "$d/since"
       echo "took over the stale lock of run $h_run by $h_who" >&2
     fi
   fi
@@ -56,6 +63,10 @@ true
 """.replace("@DIR@", LOCK_DIR)
 
 
+def to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 class LockTimeout(Exception):
     """Another run kept the container's lock longer than we were willing to wait."""
 
@@ -67,6 +78,7 @@ class RunLock:
     lease: float = 60.0  # how long a holder between two calls keeps the lock
     wait: float = 300.0  # how long to wait for another run's lock
     held: bool = False
+    notify: Callable[[str], None] = field(default=to_stderr)  # what we wait for, said once
 
     @property
     def who(self) -> str:
@@ -84,6 +96,7 @@ class RunLock:
     def acquire(self) -> bool:
         """Take the lock, waiting for another run if needed; True when we had to wait."""
         waited, deadline, pause = False, time.monotonic() + self.wait, 0.5
+        told: str | None = None
         while True:
             result = self.target.run(["/bin/sh", "-c", self.prefix()], stdin=b"")
             if not busy(result):
@@ -91,9 +104,18 @@ class RunLock:
                 return waited
             if time.monotonic() > deadline:
                 raise LockTimeout(holder(result))
+            told = self._tell(result, deadline, told)
             waited = True
             time.sleep(pause)
             pause = min(pause * 2, 5.0)
+
+    def _tell(self, result: RunResult, deadline: float, told: str | None) -> str | None:
+        """Say whose lock we wait for, once per holding run (a lease renewal is no news)."""
+        found = BUSY_LINE.search(result.stderr.decode("utf-8", "replace"))
+        run = found["run"] if found else ""
+        if run != told:
+            self.notify(waiting_message(self.target.name, result, deadline - time.monotonic()))
+        return run
 
     def release(self) -> None:
         if self.held:
@@ -110,3 +132,29 @@ def holder(result: RunResult) -> str:
         if line.startswith("pctfleet-lock-busy"):
             return "container is locked by " + line.removeprefix("pctfleet-lock-busy ").strip()
     return "container is locked by another run"
+
+
+BUSY_LINE = re.compile(
+    r"pctfleet-lock-busy run (?P<run>\S*) by (?P<who>.*?) \(lease until (?P<until>\d+), "
+    r"pid (?P<pid>\d+)(?:, since (?P<since>\d+|\?))?\)"
+)
+
+
+def waiting_message(where: str, result: RunResult, left: float) -> str:
+    """`node1/200: waiting for the lock of run R (from host, ...) ...`, for the operator."""
+    found = BUSY_LINE.search(result.stderr.decode("utf-8", "replace"))
+    if found is None:
+        return f"{where}: waiting: {holder(result)}; giving up in {left:.0f}s"
+    since = found["since"]
+    held = f"held since {_clock(int(since))}, " if since and since.isdigit() else ""
+    until = int(found["until"])
+    return (
+        f"{where}: waiting for the lock of run {found['run'] or '?'} "
+        f"(from {found['who'] or 'unknown'}, pid {found['pid']} in the container): "
+        f"{held}lease until {_clock(until)} ({until - time.time():+.0f}s); "
+        f"giving up in {left:.0f}s"
+    )
+
+
+def _clock(epoch: int) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,14 +195,51 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> N
                 remote_calls=run.remote_calls,
             )
 
-    with ThreadPoolExecutor(max_workers=max(1, request.forks)) as pool:
-        futures = [pool.submit(one, c) for c in containers]
+    schedule(containers, one, request.forks, request.per_node, request.stop)
+
+
+def schedule(
+    containers: list,
+    one: Callable[[Any], None],
+    forks: int,
+    per_node: int | None,
+    stop: threading.Event,
+) -> None:
+    """`one(container)` for each, `forks` at a time, at most `per_node` of one node at once.
+
+    A container whose node is at its limit waits here, not in a worker, so the
+    containers of other nodes take the free workers meanwhile.
+    """
+    limit = max(1, per_node) if per_node else len(containers) or 1
+    pending, in_flight = list(containers), Counter[str]()
+    running: dict[Future, str] = {}
+    with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
         try:
-            for future in futures:
-                future.result()
+            while pending or running:
+                for container in _startable(pending, in_flight, limit, forks - len(running)):
+                    pending.remove(container)
+                    in_flight[container.node.name] += 1
+                    running[pool.submit(one, container)] = container.node.name
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    in_flight[running.pop(future)] -= 1
+                    future.result()
         except KeyboardInterrupt:
             # Start nothing new; tasks already running finish or time out, then we report.
-            request.stop.set()
-            for future in futures:
+            stop.set()
+            for future in running:
                 future.cancel()
             raise
+
+
+def _startable(pending: list, in_flight: Counter, limit: int, free: int) -> list:
+    """The next containers (in order) that fit the free workers and their node's limit."""
+    chosen: list = []
+    counts = Counter(in_flight)
+    for container in pending:
+        if len(chosen) >= free:
+            break
+        if counts[container.node.name] < limit:
+            counts[container.node.name] += 1
+            chosen.append(container)
+    return chosen
