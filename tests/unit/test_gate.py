@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pctfleet.gate import combine, stack_checks
-
 from pctfleet.modules import known_args
-from pctfleet.playbook import load_playbook
+from pctfleet.playbook.loader import load_playbook
+from pctfleet.run.gate import combine, stack_checks
 
 REPO = Path(__file__).resolve().parents[2]
 

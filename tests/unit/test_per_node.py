@@ -9,10 +9,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from pctfleet.engine import RunOptions
-from pctfleet.fleet import RunRequest, execute, prepare, schedule
 
 from pctfleet.inventory import load_inventory
+from pctfleet.run.engine import RunOptions
+from pctfleet.run.playbookrun import RunRequest, execute, prepare, schedule
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.transport.sim import build_sim_fleet, converged_answers
 

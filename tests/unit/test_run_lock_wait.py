@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from pctfleet.runlock import RunLock
 
-from pctfleet.transport.base import RunResult, Target
+from pctfleet.run.lock import RunLock
+from pctfleet.transport.base import Target
 
 
 class Busy(Target):
@@ -17,11 +17,12 @@ class Busy(Target):
         self.name = "pve1/200"
         self.holders = list(holders)
 
-    def run(self, argv, *, stdin=None, timeout=None, stdout=None, stderr=None):  # noqa: ANN001, ANN201, ARG002
+    def _run(self, argv, stdin, timeout, sinks):  # noqa: ANN001, ANN202, ARG002
         if not self.holders:
-            return RunResult(0, b"", b"", 0.0)
+            return 0, 0.0
         line = self.holders.pop(0)
-        return RunResult(75, b"", f"pctfleet-lock-busy run {line}\n".encode(), 0.0)
+        sinks.err().write(f"pctfleet-lock-busy run {line}\n".encode())
+        return 75, 0.0
 
 
 def _line(run: str, until: int, since: int | str = "?") -> str:
@@ -34,7 +35,7 @@ def _clock(epoch: int) -> str:
 
 @pytest.fixture(autouse=True)
 def no_pauses(monkeypatch):
-    monkeypatch.setattr("pctfleet.runlock.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("pctfleet.run.lock.time.sleep", lambda seconds: None)
 
 
 def test_waiting_names_the_holder_since_when_and_until_when():
