@@ -35,6 +35,12 @@ _DIGITS_RE = re.compile(r"\s*[0-9]{1,12}\s*\Z")
 
 NATIVE_KEYS = ("defaults", "vars", "nodes", "groups")
 CONNECTION_KEYS = ("user", "port", "identity", "known_hosts", "ssh_options")
+# ssh_config options `ssh_options` may set, as ssh spells them; they act like `ssh -o`.
+SSH_OPTIONS = {k.lower(): k for k in (
+    "ProxyJump", "ProxyCommand", "ServerAliveInterval", "StrictHostKeyChecking")}
+# ssh_config options the inventory has a key of its own for.
+OWN_KEY_OF = {"user": "user", "port": "port", "identityfile": "identity",
+              "userknownhostsfile": "known_hosts", "hostname": "address"}
 NODE_KEYS = ("address", *CONNECTION_KEYS, "vars", "containers")
 CONTAINER_KEYS = ("name", "vars")
 GROUP_KEYS = ("containers", "nodes", "children", "vars")
@@ -356,6 +362,16 @@ def _check_ssh_options(src: _Src, parent: YamlMap, ctx: str) -> dict[str, Any]:
         if not isinstance(key, str) or not isinstance(value, str | int | float | bool):
             raise src.fail(f"ssh_options entry {brief(key)} must map a name to a "
                            f"scalar, got {brief(value)}", m, key, ctx=ctx)
+        name = key.lower()
+        if name not in SSH_OPTIONS:
+            own = OWN_KEY_OF.get(name)
+            known = ", ".join(SSH_OPTIONS.values())
+            hint = f"use the {own!r} key" if own else f"supported: {known}"
+            raise src.fail(f"ssh_options: {key!r} is not supported ({hint})", m, key, ctx=ctx)
+        said = ("yes" if value else "no") if isinstance(value, bool) else str(value)
+        if name == "stricthostkeychecking" and said.lower() not in ("yes", "accept-new"):
+            raise src.fail(f"ssh_options: StrictHostKeyChecking {said}: only yes or "
+                           "accept-new (a changed host key is always refused)", m, key, ctx=ctx)
     return dict(m)
 
 
