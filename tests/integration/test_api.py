@@ -58,7 +58,8 @@ def test_inventory_ssh_options_proxyjump_takes_effect(info, tmp_path):
     with Fleet.from_inventory(inventory) as fleet:
         result = fleet.run("hostname")["jumped/200"]
         transport = fleet.containers[0]._target.node._slots[0].conn.transport
-        assert transport.packetizer._Packetizer__keepalive_interval == 7
+        keepalive = transport.packetizer._Packetizer__keepalive_interval
     after = _logins(info, 0), _logins(info, 1)
     assert (result.status, result.stdout) == ("ok", "n2-ct200\n")
     assert (after[0] - before[0], after[1] - before[1]) == (1, 1)  # the jump, then the node
+    assert keepalive == 7  # ServerAliveInterval, not the default 15
