@@ -64,7 +64,6 @@ class Module:
 
     name: ClassVar[str]
     args: ClassVar[set[str] | None] = None
-    free_form: ClassVar[bool] = False
     # Runs on the controller only (debug, set_fact): needs no probe and no remote call.
     controller: ClassVar[bool] = False
 
@@ -85,12 +84,6 @@ class Module:
             result["failed"] = True
             result["msg"] = err.strip().splitlines()[-1] if err.strip() else f"exit {rc}"
         return result
-
-
-def require(args: dict, key: str, where: str, module: str) -> Any:
-    if args.get(key) in (None, ""):
-        raise PlaybookError(f"module '{module}' needs '{key}'", where=where)
-    return args[key]
 
 
 def words(value: object, key: str, where: str, module: str) -> list[str]:
