@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pctfleet.inventory import Node
 from pctfleet.targets import node_options
-from pctfleet.transport.hostkeys import RefuseUnknown, enforce
+from pctfleet.transport.hostkeys import AcceptNew, RefuseUnknown, enforce
 from pctfleet.transport.options import ConnectOptions, connection, resolve
+from pctfleet.transport.ssh import NodeConnection
 
 
 def test_ssh_config_supplies_what_was_not_given(tmp_path):
@@ -66,3 +67,13 @@ def test_explicit_identity_is_offered_to_jump_hosts_too(tmp_path):
     conn = connection("10.1.2.6", ConnectOptions(ssh_config=str(config), identity="/k"))
     assert conn.connect_kwargs["key_filename"] == ["/k"]
     assert conn.gateway.connect_kwargs["key_filename"] == ["/k"]
+
+
+def test_ssh_option_strict_host_key_checking_accept_new_records_unknown_keys(tmp_path):
+    def policy(*ssh_options: tuple[str, str]) -> type:
+        options = ConnectOptions(ssh_config=str(tmp_path / "absent"), ssh_options=ssh_options)
+        return type(NodeConnection("pve1", "10.1.2.6", options)._new_connection().client._policy)
+
+    assert policy() is RefuseUnknown
+    assert policy(("StrictHostKeyChecking", "yes")) is RefuseUnknown
+    assert policy(("StrictHostKeyChecking", "accept-new")) is AcceptNew
