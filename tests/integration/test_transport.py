@@ -375,3 +375,26 @@ def test_ssh_config_proxyjump_reaches_a_node_through_another(info, tmp_path):
     after = _accepted_logins(info, 0), _accepted_logins(info, 1)
     assert (after[0] - before[0], after[1] - before[1]) == (1, 1)  # the jump, then the node
     node.close()
+
+
+def test_a_second_connection_past_the_cap_reuses_the_jump_login(info, tmp_path):
+    first, second = info.nodes[0], info.nodes[1]
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host {second.address}\n  ProxyJump root@{first.address}\n")
+    before = _accepted_logins(info, 0), _accepted_logins(info, 1)
+    options = ConnectOptions(
+        identity=str(info.identity), known_hosts=str(info.known_hosts), ssh_config=str(config)
+    )
+    node = NodeConnection(second.name, second.address, options)
+    threads = [
+        threading.Thread(target=PctTarget(node, 200).run, args=(["sleep", "1"],))
+        for _ in range(12)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    node.close()
+    after = _accepted_logins(info, 0), _accepted_logins(info, 1)
+    assert node.connections_opened == 2
+    assert (after[0] - before[0], after[1] - before[1]) == (1, 2)  # one jump, two node logins

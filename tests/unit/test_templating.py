@@ -21,7 +21,6 @@ from pctfleet.playbook.templating import (
     render,
     render_template_file,
     syntax_problem,
-    template_search_path,
 )
 
 WHERE = "site.yml:12: task 'Install'"
@@ -229,16 +228,11 @@ def test_syntax_problem():
 # ---------------------------------------------------------------- template files
 
 
-def test_render_template_file_searches_next_to_the_playbook(tmp_path):
-    (tmp_path / "playbooks" / "templates").mkdir(parents=True)
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "env.j2").write_text("PORT={{ port }}\nHOME={{ cuda_home }}\n")
-    (tmp_path / "playbooks" / "templates" / "local.j2").write_text("{{ n }}\n")
-    search = template_search_path(tmp_path / "playbooks" / "site.yml", repo_root=tmp_path)
-    assert search[0] == (tmp_path / "playbooks" / "templates").resolve()
-    out = render_template_file("env.j2", {**VARS, "port": 30000}, where=WHERE, search=search)
+def test_render_template_file_includes_from_its_own_folder(tmp_path):
+    (tmp_path / "env.j2").write_text("{% include 'port.j2' %}HOME={{ cuda_home }}\n")
+    (tmp_path / "port.j2").write_text("PORT={{ port }}\n")
+    out = render_template_file(tmp_path / "env.j2", {**VARS, "port": 30000}, where=WHERE)
     assert out == "PORT=30000\nHOME=/opt/venv/lib/python3.11/site-packages/nvidia/cu13\n"
-    assert render_template_file("local.j2", VARS, where=WHERE, search=search) == "3\n"
 
 
 def test_template_file_errors_name_the_template_line(tmp_path):
@@ -249,8 +243,8 @@ def test_template_file_errors_name_the_template_line(tmp_path):
     assert str(info.value) == f"{WHERE}: {tmp_path / 'bad.j2'}:2: undefined variable 'port'"
     with pytest.raises(TemplateError, match=r"syntax.j2:3: template syntax error"):
         render_template_file(tmp_path / "syntax.j2", VARS, where=WHERE)
-    with pytest.raises(TemplateError, match=r"template 'nope.j2' not found \(looked in: "):
-        render_template_file("nope.j2", VARS, where=WHERE, search=[tmp_path])
+    with pytest.raises(TemplateError, match=r"template '.*nope.j2' not found"):
+        render_template_file(tmp_path / "nope.j2", VARS, where=WHERE)
 
 
 # ---------------------------------------------------------------- secrets

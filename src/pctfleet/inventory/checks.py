@@ -176,4 +176,38 @@ def _check_ssh_options(src: Src, parent: YamlMap, ctx: str) -> dict[str, Any]:
                 key,
                 ctx=ctx,
             )
+        _check_ssh_option(src, m, key, value, ctx)
     return dict(m)
+
+
+# ssh_config options `ssh_options` may set, as ssh spells them; they act like `ssh -o`.
+SSH_OPTIONS = {
+    k.lower(): k
+    for k in ("ProxyJump", "ProxyCommand", "ServerAliveInterval", "StrictHostKeyChecking")
+}
+# ssh_config options the inventory has a key of its own for.
+OWN_KEY_OF = {
+    "user": "user",
+    "port": "port",
+    "identityfile": "identity",
+    "userknownhostsfile": "known_hosts",
+    "hostname": "address",
+}
+
+
+def _check_ssh_option(src: Src, m: YamlMap, key: str, value: Any, ctx: str) -> None:
+    name = key.lower()
+    if name not in SSH_OPTIONS:
+        own = OWN_KEY_OF.get(name)
+        known = ", ".join(SSH_OPTIONS.values())
+        hint = f"use the {own!r} key" if own else f"supported: {known}"
+        raise src.fail(f"ssh_options: {key!r} is not supported ({hint})", m, key, ctx=ctx)
+    said = ("yes" if value else "no") if isinstance(value, bool) else str(value)
+    if name == "stricthostkeychecking" and said.lower() not in ("yes", "accept-new"):
+        raise src.fail(
+            f"ssh_options: StrictHostKeyChecking {said}: only yes or "
+            "accept-new (a changed host key is always refused)",
+            m,
+            key,
+            ctx=ctx,
+        )

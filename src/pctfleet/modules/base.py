@@ -168,12 +168,6 @@ class LegacyModule(Module):
         return self.plan(args, reading, check)
 
 
-def require(args: dict, key: str, where: str, module: str) -> Any:
-    if args.get(key) in (None, ""):
-        raise PlaybookError(f"module '{module}' needs '{key}'", where=where)
-    return args[key]
-
-
 def words(value: object, key: str, where: str, module: str) -> list[str]:
     """`value` split like a shell line; unbalanced quotes are a PlaybookError."""
     try:

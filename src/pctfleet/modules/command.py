@@ -56,7 +56,6 @@ class Command(LegacyModule):
 
     name = "command"
     args = _COMMON
-    free_form = True
 
     def validate(self, args: dict[str, Any], where: str) -> None:
         split_inline_options(args)

@@ -471,41 +471,13 @@ def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *, where
 # ---------------------------------------------------------------- template files
 
 
-def template_search_path(
-    playbook: str | Path | None = None, repo_root: str | Path | None = None
-) -> list[Path]:
-    """Where `template: src=NAME` is looked up: next to the playbook
-    (`templates/`, then the playbook's folder), then the repo's `templates/`."""
-    dirs: list[Path] = []
-    if playbook is not None:
-        base = Path(playbook).resolve().parent
-        dirs += [base / "templates", base, base.parent / "templates"]
-    root = Path(repo_root) if repo_root is not None else Path.cwd()
-    dirs.append(root.resolve() / "templates")
-    return list(dict.fromkeys(dirs))
-
-
-def find_template(
-    name: str | Path, search: Sequence[str | Path], *, where: str | None = None
-) -> Path:
-    """The first `dir/name` that exists; a TemplateError listing the places tried."""
-    path = Path(name)
-    candidates = [path] if path.is_absolute() else [Path(d) / path for d in search]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    tried = ", ".join(str(c) for c in candidates) or str(path)
-    raise TemplateError(f"template {str(name)!r} not found (looked in: {tried})", where=where)
-
-
-def render_template_file(
-    path: str | Path, variables: Mapping[str, Any], *, where: str, search: Sequence[str | Path] = ()
-) -> str:
-    """Render a template file to text. `path` is found through `search` (see
-    `template_search_path`) unless it exists as given. Errors name the
+def render_template_file(path: str | Path, variables: Mapping[str, Any], *, where: str) -> str:
+    """Render a template file to text (the template module finds it). Errors name the
     template's file and line: `where: templates/env.j2:3: undefined variable 'x'`."""
-    found = Path(path) if Path(path).is_file() else find_template(path, search, where=where)
-    env = _make_env(jinja2.FileSystemLoader([str(found.parent), *map(str, search)]))
+    found = Path(path)
+    if not found.is_file():
+        raise TemplateError(f"template {str(path)!r} not found", where=where)
+    env = _make_env(jinja2.FileSystemLoader([str(found.parent)]))
     try:
         template = env.get_template(found.name)
         context = template.new_context(LazyVars(variables, env), shared=True)
@@ -600,22 +572,6 @@ def redact(text: str, variables: Mapping[str, Any]) -> str:
     return text
 
 
-__all__ = [
-    "REDACTED",
-    "LazyVars",
-    "Secret",
-    "Unsafe",
-    "condition",
-    "evaluate",
-    "find_template",
-    "names_reached",
-    "redact",
-    "referenced_names",
-    "render",
-    "render_template_file",
-    "secret_values",
-    "syntax_problem",
-    "template_search_path",
-    "to_bool",
-    "unsafe",
-]
+__all__ = ["REDACTED", "LazyVars", "Secret", "Unsafe", "condition", "evaluate", "names_reached", "referenced_names",
+           "redact", "render", "render_template_file", "secret_values",
+           "syntax_problem", "to_bool", "unsafe"]

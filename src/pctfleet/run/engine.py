@@ -57,13 +57,6 @@ class TaskFailed(Exception):
     """This container's run stops here (a task failed and ignore_errors is off)."""
 
 
-@dataclass
-class _Prepared:
-    task: Any
-    args: dict[str, Any]
-    snippet: str | None
-
-
 class ContainerEngine:
     """Runs one play's tasks against one container."""
 

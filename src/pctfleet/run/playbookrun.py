@@ -149,14 +149,6 @@ def execute(
     return list(runs.values())
 
 
-def run_playbook(
-    request: RunRequest,
-    journal: Journal | None = None,
-    on_result: Callable[[ContainerRun, TaskResult], None] = lambda r, t: None,
-) -> list[ContainerRun]:
-    return execute(prepare(request), journal, on_result)
-
-
 def _play_containers(request: RunRequest, play: Any) -> list:
     chosen = {c.key for c in request.inventory.select(play.hosts or "all")}
     return [c for c in request.containers if c.key in chosen]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pctfleet.transport.options import ConnectOptions, with_overrides
+from pctfleet.transport.options import ConnectOptions, ssh_option_pairs, with_overrides
 from pctfleet.transport.pct import PctTarget
 from pctfleet.transport.ssh import NodePool
 
@@ -29,6 +29,7 @@ def node_options(node, cli: ConnectOptions) -> ConnectOptions:  # noqa: ANN001
         port=getattr(node, "port", None),
         identity=getattr(node, "identity", None),
         known_hosts=getattr(node, "known_hosts", None),
+        ssh_options=ssh_option_pairs(getattr(node, "ssh_options", None) or {}),
     )
     return with_overrides(
         from_inventory,

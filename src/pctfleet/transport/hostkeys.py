@@ -2,6 +2,8 @@
 
 Unknown keys are refused unless the operator asked for accept-new; a key that
 differs from the recorded one is always refused, naming both fingerprints.
+A Fabric Connection neither loads known_hosts nor refuses unknown keys, so
+`enforce` replaces its policy on the connection and on every gateway hop.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import threading
 from pathlib import Path
 
+import fabric
 import paramiko
 
 from pctfleet.transport.base import HostKeyChanged, HostKeyUnknown
@@ -76,6 +79,19 @@ class AcceptNew(paramiko.MissingHostKeyPolicy):
             fd = os.open(self.record_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             with os.fdopen(fd, "a") as handle:
                 handle.write(line)
+
+
+def enforce(conn: fabric.Connection, node: str, known_hosts: str | None, accept_new: bool) -> None:
+    """Give `conn` and each ProxyJump hop behind it our known_hosts and policy."""
+    record_file = known_hosts_file(known_hosts)
+    policy = AcceptNew if accept_new else RefuseUnknown
+    hop: object = conn
+    where = node
+    while isinstance(hop, fabric.Connection):
+        load_known_hosts(hop.client, known_hosts)
+        hop.client.set_missing_host_key_policy(policy(where, record_file))
+        hop = hop.gateway
+        where = f"{node} (via {getattr(hop, 'host', hop)})"
 
 
 def changed_key_error(node: str, exc: paramiko.BadHostKeyException, record_file: Path) -> Exception:

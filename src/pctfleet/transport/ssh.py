@@ -1,9 +1,12 @@
 """One SSH connection per Proxmox node, a channel per command.
 
-A node's connection opens lazily on the first command and is shared by every
-container and thread on that node. sshd caps channels per connection
-(MaxSessions, 10 by default), so past the cap a second connection is opened
-rather than failing.
+Each connection is a `fabric.Connection`: Fabric resolves ssh config, builds
+ProxyJump gateways and loads keys. On top of it live our host-key policy
+(hostkeys.enforce), the typed outcomes, and the channel pool: a node's
+connection opens lazily on the first command and is shared by every container
+and thread on that node. sshd caps channels per connection (MaxSessions, 10 by
+default), so past the cap a second connection is opened rather than failing;
+it reuses the first one's gateway, so a jump host sees one login.
 """
 
 from __future__ import annotations
@@ -14,18 +17,13 @@ import threading
 import time
 from typing import BinaryIO
 
+import fabric
 import paramiko
 
 from pctfleet.transport.base import AuthFailed, NodeUnreachable, Stdin, TransportError
 from pctfleet.transport.channel import pump_channel
-from pctfleet.transport.hostkeys import (
-    AcceptNew,
-    RefuseUnknown,
-    changed_key_error,
-    known_hosts_file,
-    load_known_hosts,
-)
-from pctfleet.transport.options import ConnectOptions, ResolvedTarget, resolve
+from pctfleet.transport.hostkeys import changed_key_error, enforce, known_hosts_file
+from pctfleet.transport.options import ConnectOptions, ResolvedTarget, connection, resolve
 
 # paramiko logs tracebacks of failed handshakes to stderr; we report them as typed outcomes.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
@@ -35,13 +33,23 @@ logging.getLogger("paramiko").propagate = False
 class _Slot:
     """One SSH connection and how many of its channels are in use."""
 
-    def __init__(self, client: paramiko.SSHClient) -> None:
-        self.client = client
+    def __init__(self, conn: fabric.Connection) -> None:
+        self.conn = conn
         self.in_use = 0
 
     def alive(self) -> bool:
-        transport = self.client.get_transport()
+        transport = self.conn.client.get_transport()
         return transport is not None and transport.is_active()
+
+
+def _set_timeouts(conn: fabric.Connection, seconds: float) -> None:
+    """Our (fractional) connect timeout on every hop; Fabric's would be cut to whole seconds."""
+    hop: object = conn
+    while isinstance(hop, fabric.Connection):
+        hop.connect_timeout = None
+        for key in ("timeout", "banner_timeout", "auth_timeout", "channel_timeout"):
+            hop.connect_kwargs[key] = seconds
+        hop = hop.gateway
 
 
 class NodeConnection:
@@ -49,59 +57,62 @@ class NodeConnection:
 
     def __init__(self, node: str, address: str, options: ConnectOptions) -> None:
         self.node = node
+        self.address = address
         self.target: ResolvedTarget = resolve(node, address, options)
         self.options = options
         self.connections_opened = 0
         self._slots: list[_Slot] = []
         self._cond = threading.Condition()
-        self._jump: NodeConnection | None = None
+        self._gateway: fabric.Connection | str | None = None
         # Why the node could not be reached: every later caller gets the same verdict at
         # once instead of waiting out its own connect timeout (one verdict per node).
         self._failure: TransportError | None = None
 
     # -- connecting -------------------------------------------------------
 
-    def _connect(self) -> paramiko.SSHClient:
+    def _new_connection(self) -> fabric.Connection:
+        conn = connection(self.address, self.options)
+        if self._gateway is None:
+            self._gateway = conn.gateway
+        else:
+            conn.gateway = self._gateway  # one jump login however many slots
+        accept_new = self.options.accept_new_host_keys or (
+            conn.ssh_config.get("stricthostkeychecking", "").lower() == "accept-new"
+        )
+        enforce(conn, self.node, self.options.known_hosts, accept_new)
+        _set_timeouts(conn, self.options.connect_timeout)
+        return conn
+
+    def _keepalive(self, conn: fabric.Connection) -> int:
+        return int(conn.ssh_config.get("serveraliveinterval", self.options.keepalive))
+
+    def _connect(self) -> fabric.Connection:
         target = self.target
+        conn = self._new_connection()
         record_file = known_hosts_file(self.options.known_hosts)
-        client = paramiko.SSHClient()
-        load_known_hosts(client, self.options.known_hosts)
-        policy = AcceptNew if self.options.accept_new_host_keys else RefuseUnknown
-        client.set_missing_host_key_policy(policy(self.node, record_file))
-        timeout = self.options.connect_timeout
         started = time.monotonic()
         try:
-            client.connect(
-                target.hostname,
-                port=target.port,
-                username=target.user,
-                key_filename=list(target.identities) or None,
-                timeout=timeout,
-                banner_timeout=timeout,
-                auth_timeout=timeout,
-                channel_timeout=timeout,
-                sock=self._proxy_sock(),
-            )
+            conn.open()
         except TransportError:
-            client.close()
+            conn.close()
             raise
         except paramiko.BadHostKeyException as exc:
-            client.close()
+            conn.close()
             raise changed_key_error(self.node, exc, record_file) from None
         except paramiko.AuthenticationException as exc:
-            client.close()
+            conn.close()
             raise AuthFailed(
                 self.node,
                 f"authentication failed for {target.user}@{target.hostname}:{target.port}: {exc}",
                 "check --user and --identity, or load the key into ssh-agent",
             ) from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
-            client.close()
-            timed_out = time.monotonic() - started >= timeout * 0.9
+            conn.close()
+            timed_out = time.monotonic() - started >= self.options.connect_timeout * 0.9
             raise self._unreachable(exc, timed_out) from None
-        client.get_transport().set_keepalive(self.options.keepalive)
+        conn.transport.set_keepalive(self._keepalive(conn))
         self.connections_opened += 1
-        return client
+        return conn
 
     def _unreachable(self, exc: BaseException, timed_out: bool = False) -> NodeUnreachable:
         target = self.target
@@ -113,27 +124,6 @@ class NodeConnection:
             f"cannot reach {target.hostname}:{target.port}: {detail}",
             "check the address, the port and that sshd runs on the node",
         )
-
-    def _proxy_sock(self) -> paramiko.Channel | None:
-        """A direct-tcpip channel through the ProxyJump host, when ssh config names one."""
-        jump = self.target.proxy_jump
-        if not jump or jump == "none":
-            return None
-        user, _, hostport = jump.rpartition("@")
-        host, _, port = hostport.partition(":")
-        if self._jump is None:
-            jump_options = ConnectOptions(
-                user=user or None,
-                port=int(port) if port else None,
-                known_hosts=self.options.known_hosts,
-                accept_new_host_keys=self.options.accept_new_host_keys,
-                connect_timeout=self.options.connect_timeout,
-                ssh_config=self.options.ssh_config,
-            )
-            self._jump = NodeConnection(f"{self.node} (via {host})", host, jump_options)
-        slot = self._jump._acquire()
-        dest = (self.target.hostname, self.target.port)
-        return slot.client.get_transport().open_channel("direct-tcpip", dest, ("127.0.0.1", 0))
 
     # -- channel slots ----------------------------------------------------
 
@@ -180,7 +170,7 @@ class NodeConnection:
         slot = self._acquire()
         try:
             try:
-                channel = slot.client.get_transport().open_session(
+                channel = slot.conn.transport.open_session(
                     timeout=self.options.connect_timeout
                 )
             except (paramiko.SSHException, EOFError, OSError) as exc:
@@ -194,10 +184,12 @@ class NodeConnection:
     def close(self) -> None:
         with self._cond:
             for slot in self._slots:
-                slot.client.close()
+                slot.conn.close()
             self._slots.clear()
-        if self._jump is not None:
-            self._jump.close()
+        hop = self._gateway
+        while isinstance(hop, fabric.Connection):
+            hop.close()
+            hop = hop.gateway
 
 
 class NodePool:

@@ -87,10 +87,6 @@ class VerifyResult:
     containers: list[ContainerResult]
     seconds: float
 
-    def check_ids(self) -> list[str]:
-        ids = (check.id for result in self.containers for check in result.checks)
-        return list(dict.fromkeys(ids))
-
     def summary(self) -> dict:
         statuses = Counter(result.status for result in self.containers)
         outcomes = Counter(c.outcome for result in self.containers for c in result.checks)
