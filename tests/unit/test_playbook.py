@@ -196,7 +196,8 @@ def test_defaults_of_a_bare_task(tmp_path):
             "F:5: task 'T': 'when': template syntax error",
         ),
         (
-            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      when: x | nosuchfilter\n",
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n"
+            "      when: x | nosuchfilter\n",
             "F:5: task 'T': 'when': template syntax error: No filter named 'nosuchfilter'",
         ),
         (
@@ -209,7 +210,8 @@ def test_defaults_of_a_bare_task(tmp_path):
             "F:3: task 'T': notify 'restrat' names no handler (did you mean 'restart'?)",
         ),
         (
-            "- hosts: all\n  handlers:\n    - {name: h, command: ls}\n    - {name: h, command: ls}\n",
+            "- hosts: all\n  handlers:\n    - {name: h, command: ls}\n"
+            "    - {name: h, command: ls}\n",
             "F:4: handler name 'h' is already used at F:3",
         ),
         (

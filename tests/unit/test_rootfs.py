@@ -81,7 +81,8 @@ def test_a_list_file_in_the_parts_folder_alone_is_enough(tmp_path):
             "sources.list.d/off.sources": "Enabled: no\nTypes: deb\nURIs: http://y.example.test/d\n",
         },
         {
-            "sources.list.d/security.sources": "Types: deb\nURIs: http://s.example.test/debian-security\nSuites: bookworm-security\n"
+            "sources.list.d/security.sources": "Types: deb\n"
+            "URIs: http://s.example.test/debian-security\nSuites: bookworm-security\n"
         },
     ],
 )

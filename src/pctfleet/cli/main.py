@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,8 +11,10 @@ import typer
 
 from pctfleet import exitcodes
 from pctfleet.cli import options as o
+from pctfleet.cli.options import split_tags
 from pctfleet.errors import InputError
 from pctfleet.run import adhoc
+from pctfleet.run.signals import sigterm_as_interrupt
 from pctfleet.textout import line, visible
 from pctfleet.transport.base import UNREACHED
 from pctfleet.transport.connections import build_fleet
@@ -126,10 +126,6 @@ def _output_plan(as_json: bool, count: int) -> adhoc.OutputPlan:
 DEFAULT_PLAYBOOK = Path("playbooks/site.yml")
 
 
-def _split_tags(text: str | None) -> set[str] | None:
-    return {t.strip() for t in text.split(",") if t.strip()} if text else None
-
-
 def _playbook_run(
     playbook: Path,
     *,
@@ -162,8 +158,8 @@ def _playbook_run(
     options = RunOptions(
         check=check,
         diff=diff,
-        tags=_split_tags(tags),
-        skip_tags=_split_tags(skip_tags),
+        tags=split_tags(tags),
+        skip_tags=split_tags(skip_tags),
         extra_vars=parse_extra_vars(extra),
         lock_wait=lock[0],
         lock_lease=lock[1],
@@ -184,7 +180,7 @@ def _playbook_run(
         "start", playbook=str(playbook), containers=[c.key for c in containers], check=check
     )
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             runs = execute(prepared, journal, live.task)
     except KeyboardInterrupt:
         request.stop.set()
@@ -200,20 +196,6 @@ def _playbook_run(
     else:
         report.recap(console, runs, journal.run_id)
     return _run_exit_code(runs)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM stops a run the way Ctrl-C does: cleanly, with the journal written."""
-
-    def interrupt(signum, frame):  # noqa: ANN001
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_exit_code(runs) -> int:
@@ -515,8 +497,8 @@ def audit_command(
     options = RunOptions(
         check=True,
         diff=True,
-        tags=_split_tags(tags),
-        skip_tags=_split_tags(skip_tags),
+        tags=split_tags(tags),
+        skip_tags=split_tags(skip_tags),
         extra_vars=parse_extra_vars(extra_vars or []),
         extra_probes={"fingerprint": drift.fingerprint_snippet},
     )

@@ -126,3 +126,8 @@ def connect_options(
         connect_timeout=min(connect_timeout, timeout),
         command_timeout=timeout,
     )
+
+
+def split_tags(text: str | None) -> set[str] | None:
+    """`--tags a,b` as a set (None when not given)."""
+    return {t.strip() for t in text.split(",") if t.strip()} if text else None

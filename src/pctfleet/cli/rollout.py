@@ -171,10 +171,10 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # n
     rollout = Rollout(plan, journal, gate, show)
     done = _still_healthy(rollout, done, containers)
     show({"kind": "rollout", "rollout_id": journal.run_id, "journal": str(journal.path)})
-    from pctfleet.cli.main import _sigterm_as_interrupt
+    from pctfleet.run.signals import sigterm_as_interrupt
 
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             result = rollout.run(done)
     finally:
         journal.close()
@@ -182,12 +182,12 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # n
 
 
 def _plan(args: RolloutArgs, inventory: Any, containers: list, connect) -> RolloutPlan:  # noqa: ANN001
-    from pctfleet.cli.main import _split_tags
+    from pctfleet.cli.options import split_tags
     from pctfleet.inventory import parse_extra_vars
 
     options = RunOptions(
-        tags=_split_tags(args.tags),
-        skip_tags=_split_tags(args.skip_tags),
+        tags=split_tags(args.tags),
+        skip_tags=split_tags(args.skip_tags),
         extra_vars=parse_extra_vars(args.extra_vars),
     )
     return RolloutPlan(

@@ -18,8 +18,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from pctfleet.lab import containers as cts
-from pctfleet.lab import nodes as nd
+import pctfleet.lab.containers as cts
+import pctfleet.lab.nodes as nd
 from pctfleet.lab.containers import Container
 from pctfleet.lab.inventory import render_inventory
 from pctfleet.lab.model import ContainerStatus, LabError, LabInfo, LabStatus, NodeInfo, NodeStatus

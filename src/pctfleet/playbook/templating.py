@@ -572,6 +572,20 @@ def redact(text: str, variables: Mapping[str, Any]) -> str:
     return text
 
 
-__all__ = ["REDACTED", "LazyVars", "Secret", "Unsafe", "condition", "evaluate", "names_reached", "referenced_names",
-           "redact", "render", "render_template_file", "secret_values",
-           "syntax_problem", "to_bool", "unsafe"]
+__all__ = [
+    "REDACTED",
+    "LazyVars",
+    "Secret",
+    "Unsafe",
+    "condition",
+    "evaluate",
+    "names_reached",
+    "referenced_names",
+    "redact",
+    "render",
+    "render_template_file",
+    "secret_values",
+    "syntax_problem",
+    "to_bool",
+    "unsafe",
+]
