@@ -12,6 +12,9 @@ Each file in tests/unit/modules/ holds one module's cases:
           changed: true
           script: "set -e\nmkdir -p -- /srv/x\n"
 
+`files:` (relative path -> text) are written into the playbook folder first,
+for `src` files and templates; `vars:` are the task's variables.
+
 No container, no root: a module's logic is tested in milliseconds. Where a
 module's fact knows the converged state, the harness also checks that the
 module plans nothing there (a second run changes nothing).
@@ -62,8 +65,10 @@ def _observed(plan: Any) -> dict[str, Any]:
         "script": plan.script,
         "diff": plan.diff,
         "pushes": [push.dest for push in plan.pushes],
+        "push_modes": [f"{push.mode} {push.owner}".strip() for push in plan.pushes],
         "stdin": plan.stdin.decode(),
         "result": plan.result,
+        "skip_in_check": plan.skip_in_check,
     }
 
 
@@ -72,6 +77,9 @@ def _observed(plan: Any) -> dict[str, Any]:
 )
 def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
     module = REGISTRY[module_name]
+    for name, text in case.get("files", {}).items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
     ctx = Context(str(tmp_path), case.get("vars", {}))
     args = module.prepare(dict(case["args"]), ctx, "fixture")
     plan = module.decide(args, _reading(case.get("facts")), bool(case.get("check")))
