@@ -38,6 +38,14 @@ def _release(version: str) -> tuple:
     return tuple(int(p) for p in parts.group(0).split(".")) if parts else ()
 
 
+def _compare(have: tuple, want: tuple) -> int:
+    """-1, 0 or 1; PEP 440 pads the shorter release with zeros, so 2.4.0 equals 2.4."""
+    width = max(len(have), len(want))
+    padded_have = have + (0,) * (width - len(have))
+    padded_want = want + (0,) * (width - len(want))
+    return (padded_have > padded_want) - (padded_have < padded_want)
+
+
 def _canonical(version: str) -> str:
     """'13.0' and '13.0.0' are the same version (PEP 440 pads releases with zeros)."""
     match = re.match(r"^(\d+(?:\.\d+)*)(.*)$", version.strip().lower().lstrip("v"))
@@ -58,14 +66,15 @@ def satisfies(installed: str, spec: str) -> bool:
                 return False
             continue
         have, want = _release(installed), _release(wanted.rstrip(".*"))
+        prefix, order = have[: len(want)] == want, _compare(have, want)
         checks = {
-            "==": have[: len(want)] == want,
-            "!=": have != want,
-            ">=": have >= want,
-            "<=": have <= want,
-            ">": have > want,
-            "<": have < want,
-            "~=": have >= want and have[: len(want) - 1] == want[:-1],
+            "==": prefix,
+            "!=": not prefix if wanted.endswith("*") else order != 0,
+            ">=": order >= 0,
+            "<=": order <= 0,
+            ">": order > 0,
+            "<": order < 0,
+            "~=": order >= 0 and have[: len(want) - 1] == want[:-1],
         }
         if not checks[op]:
             return False
