@@ -64,6 +64,7 @@ def _observed(plan: Any) -> dict[str, Any]:
         "pushes": [push.dest for push in plan.pushes],
         "stdin": plan.stdin.decode(),
         "result": plan.result,
+        "skip_in_check": plan.skip_in_check,
     }
 
 
@@ -83,6 +84,9 @@ def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
         elif key == "script_contains":
             for part in wanted:
                 assert part in (observed["script"] or "")
+        elif key == "script_excludes":
+            for part in wanted:
+                assert part not in (observed["script"] or ""), part
         else:
             assert observed[key] == wanted, key
 
