@@ -91,6 +91,9 @@ def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
         elif key == "script_contains":
             for part in wanted:
                 assert part in (observed["script"] or "")
+        elif key == "script_excludes":
+            for part in wanted:
+                assert part not in (observed["script"] or ""), part
         else:
             assert observed[key] == wanted, key
 

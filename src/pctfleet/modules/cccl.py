@@ -86,7 +86,7 @@ fi"""
         facts = fact.fields() if fact else {}
         manifest = _manifest(facts)
         if args["state"] == "absent":
-            if not manifest:
+            if manifest is None:
                 return Plan(False, msg="no overlay in place")
             return Plan(
                 True,
@@ -132,8 +132,10 @@ def _matches(manifest: dict, wanted: dict, tree_hash: str | None) -> bool:
 
 def _diff(manifest: dict | None, wanted: dict | None, facts: dict | None = None) -> dict:
     def show(item: dict | None) -> str:
-        if not item:
+        if item is None:
             return "wheel's own CCCL tree\n"
+        if not item:  # a manifest is there: the tree is an overlay all the same
+            return "CCCL overlay with an unreadable manifest\n"
         return f"CCCL {item.get('cccl_version')} from {item.get('source')}\n"
 
     before = show(manifest)
