@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 for pair in sshd:openssh-server lxc-start:lxc debootstrap:debootstrap ip:iproute2 \
-            unshare:util-linux ssh-keygen:openssh-client; do
+            unshare:util-linux ssh-keygen:openssh-client shellcheck:shellcheck; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] \
     || need_apt+=("${pair#*:}")
 done

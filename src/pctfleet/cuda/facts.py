@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pctfleet.facts.kv import KV_FUNCTION, PY_KV, decode_pairs
+from pctfleet.sh import library
 
 # The wheels whose versions the rules compare (DOMAIN: section 2).
 PIP_NAMES = (
@@ -70,27 +71,7 @@ NUMERIC = re.compile(r"^\d+(\.\d+)*$")
 # pip CUDA 13 wheels unpack there). The venv's site-packages is globbed, and its own
 # python is asked when the glob is not one folder: no Python version is assumed.
 # Every function returns 0: change scripts run them under `set -e`.
-CUDA_HOME_FUNCTION = r"""
-pctfleet_site() {  # venv
-  ps_n=0 ps_d=
-  for d in "$1"/lib/python3*/site-packages; do [ -d "$d" ] && ps_n=$((ps_n + 1)) && ps_d=$d; done
-  if [ "$ps_n" -ne 1 ] && [ -x "$1/bin/python" ]; then
-    ps_d=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') ||
-      ps_d=
-  fi
-  if [ -n "$ps_d" ] && [ -d "$ps_d" ]; then echo "$ps_d"; fi
-}
-pctfleet_find_cuda_home() {  # venv [explicit]: sets $CH ('' when none) and $CH_FROM
-  CH=$2 CH_FROM=argument
-  [ -n "$CH" ] && return 0
-  CH=${CUDA_HOME:-${CUDA_PATH:-}} CH_FROM=env
-  [ -n "$CH" ] && return 0
-  CH= CH_FROM=venv
-  ch_site=$(pctfleet_site "$1")
-  if [ -n "$ch_site" ] && [ -d "$ch_site/nvidia/cu13" ]; then CH="$ch_site/nvidia/cu13"; fi
-  return 0
-}
-"""
+CUDA_HOME_FUNCTION = library(["cuda_home"])
 
 # The body is one raw string: what is written here is what dash reads.
 # `t` bounds every tool call (a wedged driver can hang nvidia-smi forever).

@@ -13,9 +13,10 @@ from __future__ import annotations
 import base64
 import binascii
 
+from pctfleet.sh import library
+
 # `pf_kv KEY VALUE`: the shell side. Every snippet prints through it and nothing else.
-KV_FUNCTION = r"""pf_kv() { printf '%s=' "$1"; printf '%s' "$2" | base64 -w0; echo; }
-"""
+KV_FUNCTION = library(["kv"])
 
 # The same for the python heredocs a probe runs (their output comes from metadata files).
 PY_KV = """import base64 as _b64

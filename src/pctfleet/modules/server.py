@@ -16,30 +16,9 @@ from typing import Any
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.base import Fact, LegacyModule, Plan, number, q, words
+from pctfleet.sh import library
 
-STOP_FUNCTION = r"""
-pctfleet_stop() {  # pidfile grace expect
-  pf=$1 grace=$2 expect=$3
-  [ -f "$pf" ] || return 0
-  pid=$(cat "$pf")
-  case $pid in ''|*[!0-9]*) rm -f "$pf" "$pf.spec"; return 0 ;; esac
-  if kill -0 "$pid" 2>/dev/null; then
-    if [ -n "$expect" ] && ! tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$expect"; then
-      echo "pid $pid from $pf is not '$expect': left alone" >&2; rm -f "$pf" "$pf.spec"; return 0
-    fi
-    kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    i=0
-    while kill -0 "-$pid" 2>/dev/null && [ "$i" -lt $((grace * 10)) ]; do
-      sleep 0.1; i=$((i + 1))
-    done
-    if kill -0 "-$pid" 2>/dev/null; then
-      echo "process group $pid ignored TERM for ${grace}s: KILL" >&2
-      kill -KILL "-$pid" 2>/dev/null || true
-    fi
-  fi
-  rm -f "$pf" "$pf.spec"
-}
-"""
+STOP_FUNCTION = library(["stop"])
 
 PROCESS_PROBE = r"""pf={pidfile}
 if [ -f "$pf" ]; then
@@ -60,21 +39,8 @@ ENV_FILE_SHA = (
     "else pf_kv envfile_sha none; fi"
 )
 
-# Readiness helpers that run inside the container; python3 is on every target we serve.
-HTTP_STATUS = r"""pctfleet_http() {
-  python3 - "$1" <<'PCTFLEET_PY' 2>/dev/null || echo 0
-import sys, urllib.request, urllib.error
-try:
-    print(urllib.request.urlopen(sys.argv[1], timeout=3).status)
-except urllib.error.HTTPError as exc:
-    print(exc.code)
-PCTFLEET_PY
-}
-pctfleet_port() {
-  python3 -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 2)' \
-    "$1" "$2" 2>/dev/null
-}
-"""
+# Readiness checks that run inside the container; python3 is on every target we serve.
+HTTP_STATUS = library(["http"])
 
 
 # The env file is sourced by sh as root: a key is written unquoted, so it must be a name.

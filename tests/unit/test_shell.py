@@ -1,0 +1,73 @@
+"""The shell layer: every snippet is valid POSIX sh, and values reach it only as quoted data."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from pctfleet import sh
+
+SH_DIR = Path(str(files("pctfleet.sh")))
+SCRIPTS = sorted(SH_DIR.rglob("*.sh"))
+
+
+def test_there_are_snippets() -> None:
+    assert len(SCRIPTS) >= 5
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(SH_DIR)))
+def test_dash_reads_it(path: Path) -> None:
+    proc = subprocess.run(["dash", "-n", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(SH_DIR)))
+def test_shellcheck_finds_nothing(path: Path) -> None:
+    tool = shutil.which("shellcheck")
+    assert tool, "shellcheck is missing: scripts/bootstrap.sh installs it"
+    proc = subprocess.run([tool, "-s", "sh", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def _run(script: str) -> str:
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_library_function_comes_once_and_after_what_it_uses() -> None:
+    text = sh.library(["toolchain_id", "cuda_home", "toolchain_id"])
+    assert text.count("pctfleet_site() {") == 1
+    assert text.index("pctfleet_site() {") < text.index("pctfleet_toolchain_id() {")
+
+
+@pytest.fixture
+def snippets_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Snippets loaded from `tmp_path` instead of the package."""
+    monkeypatch.setattr(sh, "files", lambda package: tmp_path)
+    sh.source.cache_clear()
+    yield tmp_path
+    sh.source.cache_clear()
+
+
+def test_values_are_data_never_code(snippets_in: Path) -> None:
+    (snippets_in / "echo.sh").write_text('# inputs: WHAT\nprintf "%s|" "$WHAT" "$@"\n')
+    hostile = "it's $(touch pwned) `id` \"q\"\nline2"
+    out = _run(f"cd {snippets_in}\n" + sh.snippet("echo", argv=["a b", "$HOME"], WHAT=hostile))
+    assert out == f"{hostile}|a b|$HOME|"
+    assert not (snippets_in / "pwned").exists()
+
+
+def test_inputs_must_match_the_header(snippets_in: Path) -> None:
+    (snippets_in / "two.sh").write_text('# inputs: A B\necho "$A$B"\n')
+    with pytest.raises(ValueError, match=r"missing \['B'\], unknown \['C'\]"):
+        sh.snippet("two", A=1, C=2)
+
+
+def test_the_kv_helper_round_trips_through_the_parser() -> None:
+    from pctfleet.facts.kv import decode_fields
+
+    script = sh.library(["kv"]) + "pf_kv spec \"$(printf 'a\\nb=c')\"\n"
+    assert decode_fields(_run(script)) == {"spec": "a\nb=c"}
