@@ -85,13 +85,15 @@ def test_two_site_packages_ask_the_venvs_own_python(tmp_path):
 
 def test_every_snippet_finds_cuda_home_through_the_one_function():
     """No module, audit, doctor or verify globs site-packages or names a Python version."""
-    for path in [*SRC.glob("modules/*.py"), SRC / "cuda/audit.py", SRC / "cuda/doctor.py",
-                 SRC / "infra" / "__init__.py"]:  # fmt: skip
+    shell = [*SRC.glob("sh/**/*.sh")]
+    for path in [*SRC.glob("modules/*.py"), *SRC.glob("cuda/*.py"),
+                 SRC / "infra" / "__init__.py", *shell]:  # fmt: skip
         text = path.read_text()
-        assert "python3*" not in text, path
+        if path.name != "cuda_home.sh":
+            assert "python3*" not in text, path
         assert not re.search(r"python3\.1\d", text), path
-    facts = (SRC / "cuda" / "facts.py").read_text()
-    assert facts.count("lib/python3*/site-packages") == 1  # inside CUDA_HOME_FUNCTION only
+    home = (SRC / "sh" / "lib" / "cuda_home.sh").read_text()
+    assert home.count("lib/python3*/site-packages") == 1  # the one place that looks
     site = (Path(__file__).resolve().parents[2] / "playbooks" / "site.yml").read_text()
     assert not re.search(r"python3\.\d", site)
 
