@@ -71,3 +71,36 @@ def test_the_kv_helper_round_trips_through_the_parser() -> None:
 
     script = sh.library(["kv"]) + "pf_kv spec \"$(printf 'a\\nb=c')\"\n"
     assert decode_fields(_run(script)) == {"spec": "a\nb=c"}
+
+
+def test_live_pid_is_a_number_of_a_living_process(tmp_path: Path) -> None:
+    dead = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout
+    files_ = {"live": "$$", "dead": dead.strip(), "junk": "12 ; rm -rf /", "empty": ""}
+    script = sh.library(["pidfile"])
+    for name, content in files_.items():
+        script += f'echo "{content}" > {tmp_path}/{name}\n'
+        script += f'printf "{name}=%s\\n" "$(pctfleet_live_pid {tmp_path}/{name})"\n'
+    script += f'printf "missing=%s\\n" "$(pctfleet_live_pid {tmp_path}/none)"\n'
+    lines = dict(line.split("=", 1) for line in _run(script).splitlines())
+    assert lines["live"].isdigit()
+    assert lines["dead"] == lines["junk"] == lines["empty"] == lines["missing"] == ""
+
+
+def test_an_env_file_is_exported(tmp_path: Path) -> None:
+    (tmp_path / "env").write_text("CUDA_HOME=/opt/x\nA='b c'\n")
+    script = sh.library(["envfile"]) + f"pctfleet_source_env {tmp_path}/env\n"
+    script += f"pctfleet_source_env {tmp_path}/absent\nsh -c 'echo \"$CUDA_HOME|$A\"'\n"
+    assert _run(script) == "/opt/x|b c\n"
+
+
+def test_libcuda_is_the_linker_cache_entry(tmp_path: Path) -> None:
+    fake = tmp_path / "ldconfig"
+    fake.write_text(
+        "#!/bin/sh\necho '3 libs found in cache'\n"
+        "echo '\tlibcudart.so.13 (libc6,x86-64) => /opt/libcudart.so.13'\n"
+        "echo '\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1'\n"
+        "echo '\tlibcuda.so.1 (libc6) => /usr/lib32/libcuda.so.1'\n"
+    )
+    fake.chmod(0o755)
+    script = f"PATH={tmp_path}:$PATH\n" + sh.library(["libcuda"]) + "pctfleet_libcuda\n"
+    assert _run(script) == "/usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
