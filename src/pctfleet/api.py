@@ -66,9 +66,9 @@ class _Limited(Target):
     def __init__(self, target: Target, timeout: float | None) -> None:
         self.target, self.timeout, self.name = target, timeout, target.name
 
-    def run(self, argv, *, stdin=None, timeout=None, stdout=None, stderr=None):  # noqa: ANN001
+    def _run(self, argv, stdin, timeout, sinks):  # noqa: ANN001, ANN202
         limit = timeout if timeout is not None else self.timeout
-        return self.target.run(argv, stdin=stdin, timeout=limit, stdout=stdout, stderr=stderr)
+        return self.target._run(argv, stdin, limit, sinks)
 
 
 def _run_all(
