@@ -167,6 +167,21 @@ def test_without_answers_the_engine_plans_changes_and_they_cost_calls(tmp_path):
     assert all(r.remote_calls > 1 for r in runs)
 
 
+def test_a_converged_command_guarded_by_removes_is_skipped(tmp_path):
+    """Where the command already ran, the file it removes is gone."""
+    playbook = tmp_path / "site.yml"
+    playbook.write_text(
+        "- hosts: all\n  tasks:\n"
+        "    - {name: unlock, command: rm /tmp/lock removes=/tmp/lock}\n"
+        "    - {name: unlock again, shell: {cmd: rm /tmp/lock2, removes: /tmp/lock2}}\n"
+    )
+    runs, _ = _sim_run(_request(tmp_path, playbook, INVENTORY, RunOptions()))
+    assert [(t.status, t.msg) for t in runs[0].tasks] == [
+        ("ok", "skipped, since /tmp/lock does not exist"),
+        ("ok", "skipped, since /tmp/lock2 does not exist"),
+    ]
+
+
 @pytest.mark.skipif(not BENCH_PLAYBOOK.exists(), reason="bench/ not in this checkout")
 def test_the_benchmark_playbook_is_modelled(tmp_path):
     inventory = INVENTORY.replace(
