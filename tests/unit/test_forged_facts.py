@@ -21,6 +21,7 @@ from pctfleet.facts import script as probe
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact
 from pctfleet.modules.cccl import EXCHANGE, OVERLAY, CcclOverlay
+from pctfleet.modules.command import Shell
 from pctfleet.modules.copy import Copy
 from pctfleet.modules.cudalinks import CudaLinks
 from pctfleet.modules.cudashell import preamble
@@ -154,6 +155,22 @@ def test_forged_file_link_target(tmp_path):
     fact = run(File().probe(args, False))
     assert fact.fields()["type"] == "link"
     assert File().decide(args, fact, True).changed
+
+
+def test_command_guards_read_the_container(tmp_path):
+    there, gone = tmp_path / "it's $(there)", tmp_path / "gone\ncreates=1"
+    there.write_text(f"creates=1\n{fake_end()}\n")
+    shell = Shell()
+    for creates, removes, planned in (
+        (there, there, False),
+        (gone, there, True),
+        (gone, gone, False),
+    ):
+        args = shell.prepare(
+            {"cmd": "x", "creates": str(creates), "removes": str(removes)}, Context(), "t"
+        )
+        plan = shell.decide(args, run(shell.probe(args, False)), False)
+        assert plan.changed is planned, (creates, removes, plan.msg)
 
 
 def test_forged_copy_content(tmp_path):

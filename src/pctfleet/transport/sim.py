@@ -212,11 +212,6 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
 
 def converged_fact(module: str, args: dict[str, Any], state: _Container, diff: bool) -> str:
     """What `module`'s probe prints on a container where the task is already done."""
-    if module in {"command", "shell"}:
-        # Where the command already ran, what it creates is there and what it removes is gone.
-        return ("creates=1\n" if args.get("creates") else "") + (
-            "removes_missing=1\n" if args.get("removes") else ""
-        )
     if module == "pip":
         return _pip_fact(args)
     if module in {"copy", "template"}:
