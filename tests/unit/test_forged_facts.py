@@ -179,12 +179,11 @@ def test_forged_copy_content(tmp_path):
     dest = tmp_path / "f"
     wanted = b"hello\n"
     dest.write_text(f"x\nsha256={hashlib.sha256(wanted).hexdigest()}\n{fake_end()}\n")
-    args = {"dest": str(dest), "content": "hello\n"}
-    Copy().validate(args, "t")
+    args = Copy().prepare({"dest": str(dest), "content": "hello\n"}, Context(), "t")
     fact = run(Copy().probe(args, True))
-    assert Copy().plan(args, fact, True).changed
+    assert Copy().decide(args, fact, True).changed
     dest.write_bytes(wanted)
-    assert not Copy().plan(args, run(Copy().probe(args, True)), True).changed
+    assert not Copy().decide(args, run(Copy().probe(args, True)), True).changed
 
 
 # --- the CCCL manifest ---------------------------------------------------------------
