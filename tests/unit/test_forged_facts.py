@@ -21,6 +21,7 @@ from pctfleet.facts import script as probe
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact
 from pctfleet.modules.cccl import EXCHANGE, OVERLAY, CcclOverlay
+from pctfleet.modules.command import Shell
 from pctfleet.modules.copy import Copy
 from pctfleet.modules.cudalinks import CudaLinks
 from pctfleet.modules.cudashell import preamble
@@ -156,18 +157,33 @@ def test_forged_file_link_target(tmp_path):
     assert File().decide(args, fact, True).changed
 
 
+def test_command_guards_read_the_container(tmp_path):
+    there, gone = tmp_path / "it's $(there)", tmp_path / "gone\ncreates=1"
+    there.write_text(f"creates=1\n{fake_end()}\n")
+    shell = Shell()
+    for creates, removes, planned in (
+        (there, there, False),
+        (gone, there, True),
+        (gone, gone, False),
+    ):
+        args = shell.prepare(
+            {"cmd": "x", "creates": str(creates), "removes": str(removes)}, Context(), "t"
+        )
+        plan = shell.decide(args, run(shell.probe(args, False)), False)
+        assert plan.changed is planned, (creates, removes, plan.msg)
+
+
 def test_forged_copy_content(tmp_path):
     import hashlib
 
     dest = tmp_path / "f"
     wanted = b"hello\n"
     dest.write_text(f"x\nsha256={hashlib.sha256(wanted).hexdigest()}\n{fake_end()}\n")
-    args = {"dest": str(dest), "content": "hello\n"}
-    Copy().validate(args, "t")
+    args = Copy().prepare({"dest": str(dest), "content": "hello\n"}, Context(), "t")
     fact = run(Copy().probe(args, True))
-    assert Copy().plan(args, fact, True).changed
+    assert Copy().decide(args, fact, True).changed
     dest.write_bytes(wanted)
-    assert not Copy().plan(args, run(Copy().probe(args, True)), True).changed
+    assert not Copy().decide(args, run(Copy().probe(args, True)), True).changed
 
 
 # --- the CCCL manifest ---------------------------------------------------------------

@@ -57,6 +57,15 @@ def _reading(facts: Any) -> Fact | None:
     return Fact(encode_lines(lines), 0)
 
 
+def _prepared(module: Any, case: dict, tmp_path: Path) -> Any:
+    """The case's typed arguments, its `files:` written into the playbook folder first."""
+    for name, text in case.get("files", {}).items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    ctx = Context(str(tmp_path), case.get("vars", {}))
+    return module.prepare(dict(case["args"]), ctx, "fixture")
+
+
 def _observed(plan: Any) -> dict[str, Any]:
     return {
         "changed": plan.changed,
@@ -77,11 +86,7 @@ def _observed(plan: Any) -> dict[str, Any]:
 )
 def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
     module = REGISTRY[module_name]
-    for name, text in case.get("files", {}).items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    ctx = Context(str(tmp_path), case.get("vars", {}))
-    args = module.prepare(dict(case["args"]), ctx, "fixture")
+    args = _prepared(module, case, tmp_path)
     plan = module.decide(args, _reading(case.get("facts")), bool(case.get("check")))
     observed = _observed(plan)
     expected = case["expect"]
@@ -105,7 +110,9 @@ def test_nothing_to_do_where_converged(module_name: str, case: dict, tmp_path: P
     module = REGISTRY[module_name]
     if module.fact is None or case.get("converged") is False:
         pytest.skip("no converged state for this module or case")
-    args = module.prepare(dict(case["args"]), Context(str(tmp_path)), "fixture")
+    args = _prepared(module, case, tmp_path)
+    if module.probe(args, False) is None:
+        pytest.skip("this task reads no fact: it always runs")
     fields = module.fact.converged(args, World())
     plan = module.decide(args, _reading(fields), False)
     assert not plan.changed and not plan.failed, plan

@@ -167,6 +167,21 @@ def test_without_answers_the_engine_plans_changes_and_they_cost_calls(tmp_path):
     assert all(r.remote_calls > 1 for r in runs)
 
 
+def test_a_converged_command_guarded_by_removes_is_skipped(tmp_path):
+    """Where the command already ran, the file it removes is gone."""
+    playbook = tmp_path / "site.yml"
+    playbook.write_text(
+        "- hosts: all\n  tasks:\n"
+        "    - {name: unlock, command: rm /tmp/lock removes=/tmp/lock}\n"
+        "    - {name: unlock again, shell: {cmd: rm /tmp/lock2, removes: /tmp/lock2}}\n"
+    )
+    runs, _ = _sim_run(_request(tmp_path, playbook, INVENTORY, RunOptions()))
+    assert [(t.status, t.msg) for t in runs[0].tasks] == [
+        ("ok", "skipped, since /tmp/lock does not exist"),
+        ("ok", "skipped, since /tmp/lock2 does not exist"),
+    ]
+
+
 @pytest.mark.skipif(not BENCH_PLAYBOOK.exists(), reason="bench/ not in this checkout")
 def test_the_benchmark_playbook_is_modelled(tmp_path):
     inventory = INVENTORY.replace(
@@ -181,3 +196,22 @@ def test_the_benchmark_playbook_is_modelled(tmp_path):
 def test_a_module_without_a_model_is_refused():
     with pytest.raises(ValueError, match="cuda_toolchain"):
         converged_fact("cuda_toolchain", {}, None, False)  # type: ignore[arg-type]
+
+
+def test_a_converged_copy_leaves_its_content_for_later_tasks(tmp_path):
+    """The server's env_file check reads what an earlier copy or template wrote."""
+    from pctfleet.modules import REGISTRY
+    from pctfleet.modules.args import Context
+    from pctfleet.modules.base import World
+
+    world = World()
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "env.j2").write_text("PORT={{ port }}\n")
+    ctx = Context(str(tmp_path), {"port": 8000})
+    for module, raw in (
+        ("copy", {"dest": "/opt/app/a.env", "content": "A=1\n"}),
+        ("template", {"dest": "/opt/app/", "src": "env.j2"}),
+    ):
+        args = REGISTRY[module].prepare(raw, ctx, "t")
+        REGISTRY[module].fact.converged(args, world)
+    assert world.files == {"/opt/app/a.env": b"A=1\n", "/opt/app/env.j2": b"PORT=8000\n"}

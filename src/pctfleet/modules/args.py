@@ -48,6 +48,7 @@ def arg(
     raises `PlaybookError` for a bad one; it is not called for a missing value.
     """
     meta = {"aliases": aliases, "choices": choices, "convert": convert, "required": required}
+    meta["argument"] = True
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -66,9 +67,8 @@ class Args:
         if cls.free_names:
             return None
         found: set[str] = set()
-        for item in dataclasses.fields(cls):
-            if item.name != "extra":
-                found.update((item.name, *item.metadata.get("aliases", ())))
+        for item in _arguments(cls):
+            found.update((item.name, *item.metadata.get("aliases", ())))
         return found
 
     @classmethod
@@ -76,9 +76,7 @@ class Args:
         """The typed arguments of one task; every problem is a one-line PlaybookError."""
         given = dict(raw)
         values: dict[str, Any] = {}
-        for item in dataclasses.fields(cls):
-            if item.name == "extra":
-                continue
+        for item in _arguments(cls):
             value = _take(given, item)
             values[item.name] = _checked(cls.module, item, value, where)
         if cls.free_names:
@@ -95,6 +93,11 @@ class Args:
 
     def fail(self, message: str, where: str) -> PlaybookError:
         return PlaybookError(f"{self.module}: {message}", where=where)
+
+
+def _arguments(cls: type[Args]) -> list[dataclasses.Field]:
+    """The fields a playbook writes: `arg()`s, not `extra` or values a module derives."""
+    return [item for item in dataclasses.fields(cls) if item.metadata.get("argument")]
 
 
 def _take(given: dict[str, Any], item: dataclasses.Field) -> Any:

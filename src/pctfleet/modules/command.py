@@ -4,94 +4,129 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError
-from pctfleet.modules.base import Fact, LegacyModule, Plan, q, words
+from pctfleet.modules.args import Args, Context, arg, text
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q, words
+from pctfleet.sh import snippet
 
-_COMMON = {"cmd", "argv", "chdir", "creates", "removes", "stdin"}
 # Ansible's free form: `command: make install chdir=/src creates=/usr/bin/x`.
 _INLINE = re.compile(r"(?:^|\s)(creates|removes|chdir|executable)=(\S+)")
 
 
-def split_inline_options(args: dict[str, Any]) -> None:
-    """Move `key=value` options out of a free-form command into real arguments."""
-    cmd = args.get("cmd")
-    if not isinstance(cmd, str):
-        return
-    for key, value in _INLINE.findall(cmd):
-        args.setdefault(key, value)
-    args["cmd"] = _INLINE.sub("", cmd).strip()
+def split_inline_options(raw: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
+    """`raw` with `key=value` options moved out of a free-form command into arguments.
+
+    An option the module does not take (`executable` for `command`) is dropped.
+    """
+    given = dict(raw)
+    cmd = given.get("cmd")
+    if isinstance(cmd, str):
+        for key, value in _INLINE.findall(cmd):
+            if key in known:
+                given.setdefault(key, value)
+        given["cmd"] = _INLINE.sub("", cmd).strip()
+    return given
 
 
-def _guard_probe(args: dict[str, Any]) -> str | None:
+def _words(value: Any, where: str) -> tuple[str, ...]:
+    return tuple(str(item) for item in value)
+
+
+@dataclass(frozen=True)
+class CommandArgs(Args):
+    module: ClassVar[str] = "command"
+    cmd: str = arg("", convert=text)
+    argv: tuple[str, ...] = arg((), convert=_words)
+    chdir: str | None = arg(None, convert=text)
+    creates: str | None = arg(None, convert=text)
+    removes: str | None = arg(None, convert=text)
+    stdin: str | None = arg(None, convert=text)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
+        return super().parse(split_inline_options(raw, cls.names() or set()), ctx, where)
+
+    def check(self, ctx: Context, where: str) -> None:
+        if not self.cmd and not self.argv:
+            raise PlaybookError(
+                f"module '{self.module}' needs a command (cmd or argv)", where=where
+            )
+        if self.module == "command" and not self.argv:
+            words(self.cmd, "cmd", where, self.module)
+
+
+@dataclass(frozen=True)
+class ShellArgs(CommandArgs):
+    module: ClassVar[str] = "shell"
+    executable: str | None = arg(None, convert=text)
+
+
+@dataclass(frozen=True)
+class Guards:
+    """What `creates`/`removes` found: the command's work is already done."""
+
+    created: bool = False
+    removed: bool = False
+
+
+class GuardFact(FactReader[Guards]):
     """`creates`/`removes` are answered by the shared probe, not by running anything."""
-    lines = []
-    if args.get("creates"):
-        lines.append(f"[ -e {q(args['creates'])} ] && pf_kv creates 1")
-    if args.get("removes"):
-        lines.append(f"[ -e {q(args['removes'])} ] || pf_kv removes_missing 1")
-    return "\n".join(lines) + "\ntrue" if lines else None
+
+    def command(self, args: CommandArgs, want_diff: bool) -> str | None:  # type: ignore[override]
+        if not (args.creates or args.removes):
+            return None
+        return snippet("command_guards", CREATES=args.creates or "", REMOVES=args.removes or "")
+
+    def parse(self, reading: Fact) -> Guards:
+        fields = reading.fields()
+        return Guards(
+            created=bool(fields.get("creates")), removed=bool(fields.get("removes_missing"))
+        )
+
+    def converged(self, args: CommandArgs, world: World) -> dict[str, str]:
+        # Where the command already ran, what it creates is there and what it removes is gone.
+        done = {"creates": "1"} if args.creates else {}
+        return done | ({"removes_missing": "1"} if args.removes else {})
 
 
-def _guard_plan(args: dict[str, Any], fact: Fact | None) -> Plan | None:
-    facts = fact.fields() if fact else {}
-    if facts.get("creates"):
-        return Plan(False, msg=f"skipped, since {args['creates']} exists")
-    if facts.get("removes_missing"):
-        return Plan(False, msg=f"skipped, since {args['removes']} does not exist")
+def _skipped(args: CommandArgs, guards: Guards | None) -> Plan | None:
+    if guards and guards.created:
+        return Plan(False, msg=f"skipped, since {args.creates} exists")
+    if guards and guards.removed:
+        return Plan(False, msg=f"skipped, since {args.removes} does not exist")
     return None
 
 
-def _stdin(args: dict[str, Any]) -> bytes:
-    return str(args["stdin"]).encode() if args.get("stdin") is not None else b""
+def _run(args: CommandArgs, line: str) -> Plan:
+    """The change: `line` exec'd in `chdir`, fed `stdin`; check mode leaves it to the runner."""
+    chdir = f"cd {q(args.chdir)} || exit 1\n" if args.chdir else ""
+    stdin = args.stdin.encode() if args.stdin is not None else b""
+    return Plan(True, script=f"{chdir}exec {line}\n", skip_in_check=True, stdin=stdin)
 
 
-def _chdir(args: dict[str, Any]) -> str:
-    return f"cd {q(args['chdir'])} || exit 1\n" if args.get("chdir") else ""
-
-
-class Command(LegacyModule):
+class Command(Module):
     """Run a program without a shell: `command: ls -la /opt` or `argv: [ls, -la]`."""
 
     name = "command"
-    args = _COMMON
+    Args = CommandArgs
+    fact = GuardFact()
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        split_inline_options(args)
-        if not args.get("cmd") and not args.get("argv"):
-            raise PlaybookError("module 'command' needs a command (cmd or argv)", where=where)
-        if self.name == "command" and not args.get("argv"):
-            words(args["cmd"], "cmd", where, self.name)
-
-    def argv(self, args: dict[str, Any]) -> list[str]:
-        if args.get("argv"):
-            return [str(a) for a in args["argv"]]
-        return shlex.split(str(args["cmd"]))
-
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str | None:
-        return _guard_probe(args)
-
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        skipped = _guard_plan(args, fact)
-        if skipped:
-            return skipped
-        line = " ".join(q(word) for word in self.argv(args))
-        return Plan(
-            True, script=_chdir(args) + f"exec {line}\n", skip_in_check=True, stdin=_stdin(args)
-        )
+    def plan(self, args: CommandArgs, state: Guards | None, check: bool) -> Plan:
+        argv = args.argv or tuple(shlex.split(args.cmd))
+        return _skipped(args, state) or _run(args, " ".join(q(word) for word in argv))
 
 
-class Shell(Command):
+class Shell(Module):
     """Run a line through /bin/sh: pipes, redirections and variables work."""
 
     name = "shell"
-    args = _COMMON | {"executable"}
+    Args = ShellArgs
+    fact = GuardFact()
 
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        skipped = _guard_plan(args, fact)
-        if skipped:
-            return skipped
-        shell = args.get("executable") or "/bin/sh"
-        script = _chdir(args) + f"exec {q(shell)} -c {q(args.get('cmd') or '')}\n"
-        return Plan(True, script=script, skip_in_check=True, stdin=_stdin(args))
+    def plan(self, args: ShellArgs, state: Guards | None, check: bool) -> Plan:
+        shell = args.executable or "/bin/sh"
+        return _skipped(args, state) or _run(args, f"{q(shell)} -c {q(args.cmd)}")

@@ -2,50 +2,85 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
-from pctfleet.modules.base import Fact, LegacyModule, Plan
+from pctfleet.modules.args import Args, Context, arg
+from pctfleet.modules.base import Module, Plan
 from pctfleet.playbook.templating import render
 
 
-class Debug(LegacyModule):
+def _shown(value: Any, where: str) -> str:
+    """Any value as the text a message prints (a list or a number too)."""
+    return str(value)
+
+
+@dataclass(frozen=True)
+class DebugArgs(Args):
+    module: ClassVar[str] = "debug"
+    msg: str = arg("Hello world!", convert=_shown)
+    var: str | None = arg(None, convert=_shown)
+    # Not an argument: `var` evaluated with the task's variables when it is prepared.
+    value: Any = None
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
+        args = super().parse(raw, ctx, where)
+        if args.var is None:
+            return args
+        value = render("{{ " + args.var + " }}", ctx.variables, where=where)
+        return dataclasses.replace(args, value=value)
+
+
+class Debug(Module):
     """Print a message or a variable: `debug: {msg: "..."}` or `debug: {var: result}`."""
 
     name = "debug"
-    args = {"msg", "var"}
+    Args = DebugArgs
     controller = True
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        if "var" in args:
-            args["_value"] = render("{{ " + str(args["var"]) + " }}", args["_vars"], where=where)
-
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        if "var" in args:
-            return Plan(False, msg=f"{args['var']} = {args.get('_value')!r}")
-        return Plan(False, msg=str(args.get("msg", "Hello world!")))
+    def plan(self, args: DebugArgs, state: None, check: bool) -> Plan:
+        if args.var is not None:
+            return Plan(False, msg=f"{args.var} = {args.value!r}")
+        return Plan(False, msg=args.msg)
 
 
-class SetFact(LegacyModule):
+@dataclass(frozen=True)
+class SetFactArgs(Args):
+    module: ClassVar[str] = "set_fact"
+    free_names: ClassVar[bool] = True
+
+
+class SetFact(Module):
     """Set variables for the later tasks of this container."""
 
     name = "set_fact"
-    args = None
+    Args = SetFactArgs
     controller = True
 
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        facts = {k: v for k, v in args.items() if not k.startswith("_")}
+    def plan(self, args: SetFactArgs, state: None, check: bool) -> Plan:
+        # A `_`-prefixed name stays internal: it never becomes a variable of later tasks.
+        facts = {k: v for k, v in args.extra.items() if not k.startswith("_")}
         return Plan(False, result={"ansible_facts": facts})
 
     def after(self, registered: dict[str, Any], variables: dict[str, Any]) -> None:
         variables.update(registered.get("ansible_facts", {}))
 
 
-class Fail(LegacyModule):
+@dataclass(frozen=True)
+class FailArgs(Args):
+    module: ClassVar[str] = "fail"
+    msg: str = arg("Failed as requested", convert=_shown)
+
+
+class Fail(Module):
     """Stop this container's run with a message."""
 
     name = "fail"
-    args = {"msg"}
+    Args = FailArgs
     controller = True
 
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        return Plan(False, failed=True, msg=str(args.get("msg", "Failed as requested")))
+    def plan(self, args: FailArgs, state: None, check: bool) -> Plan:
+        return Plan(False, failed=True, msg=args.msg)

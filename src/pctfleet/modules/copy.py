@@ -3,61 +3,76 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError
-from pctfleet.modules.base import Fact, LegacyModule, Plan, Push, mode_string, q
-from pctfleet.modules.file import attribute_fixes, path_state, stat_probe
+from pctfleet.modules.args import Args, Context, arg, flag, text
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World, mode_string
+from pctfleet.modules.file import PathState, attribute_fixes, path_state, stat_probe
+from pctfleet.sh import snippet
 
 DIFF_LIMIT = 64 * 1024
 
 
-def _content_probe(dest: str, want_diff: bool) -> str:
-    lines = [
-        stat_probe(dest),
-        f"if [ -f {q(dest)} ] && [ ! -L {q(dest)} ]; then",
-        f'  s=$(sha256sum < {q(dest)}); pf_kv sha256 "${{s%% *}}"',
-    ]
-    if want_diff:
-        lines.append(
-            f'  [ "$(wc -c < {q(dest)})" -le {DIFF_LIMIT} ] && '
-            f'pf_kv content "$(base64 -w0 < {q(dest)})"'
-        )
-    lines.append("fi")
-    return "\n".join(lines)
+def _any_text(value: Any, where: str) -> str:
+    return str(value)
 
 
-class Copy(LegacyModule):
-    """Write `content` (or a local `src` file) to `dest` in the container."""
+@dataclass(frozen=True)
+class ContentArgs(Args):
+    """What `copy` and `template` share: where the file goes, its attributes, its bytes."""
 
-    name = "copy"
-    args = {"content", "src", "dest", "mode", "owner", "group", "force", "backup"}
+    dest: str = arg(required=True, convert=text)
+    mode: str | None = arg(None, convert=mode_string)
+    owner: str | None = arg(None, convert=text)
+    group: str | None = arg(None, convert=text)
+    force: bool = arg(True, convert=flag)
+    backup: bool = arg(False, convert=flag)
+    src: str | None = arg(None, convert=text)
+    # Not an argument: what `dest` must hold, read (or rendered) once when the task is prepared.
+    data: bytes = dataclasses.field(default=b"", repr=False)
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        if not args.get("dest"):
-            raise PlaybookError(f"module '{self.name}' needs 'dest'", where=where)
-        if not str(args["dest"]).startswith("/"):
-            raise PlaybookError(
-                f"{self.name}: 'dest' must be an absolute path, got {args['dest']!r}", where=where
-            )
-        args["_mode"] = mode_string(args.get("mode"), where)
-        if "_content" not in args:
-            args["_content"] = self.content(args, where)
-        if str(args["dest"]).endswith("/") and args.get("src"):
-            args["dest"] = str(args["dest"]) + Path(str(args["src"])).name
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
+        args = super().parse(raw, ctx, where)
+        dest = args.dest
+        if dest.endswith("/") and args.src:
+            dest += Path(args.src).name
+        return dataclasses.replace(args, dest=dest, data=args.read(ctx, where))
 
-    def content(self, args: dict[str, Any], where: str) -> bytes:
-        if args.get("content") is not None:
-            return str(args["content"]).encode()
-        if not args.get("src"):
+    def check(self, ctx: Context, where: str) -> None:
+        if not self.dest.startswith("/"):
+            raise self.fail(f"'dest' must be an absolute path, got {self.dest!r}", where)
+
+    def read(self, ctx: Context, where: str) -> bytes:
+        raise NotImplementedError
+
+    @property
+    def push_owner(self) -> str:
+        owner, group = self.owner or "", self.group or ""
+        return f"{owner}:{group}" if group else owner
+
+
+@dataclass(frozen=True)
+class CopyArgs(ContentArgs):
+    module: ClassVar[str] = "copy"
+    content: str | None = arg(None, convert=_any_text)
+
+    def read(self, ctx: Context, where: str) -> bytes:
+        if self.content is not None:
+            return self.content.encode()
+        if not self.src:
             raise PlaybookError("copy needs 'content' or 'src'", where=where)
-        path = Path(str(args["src"])).expanduser()
+        path = Path(self.src).expanduser()
         if not path.is_absolute():
-            path = Path(args.get("_base", ".")) / "files" / path
+            path = Path(ctx.base_dir) / "files" / path
             if not path.exists():
-                path = Path(args.get("_base", ".")) / str(args["src"])
+                path = Path(ctx.base_dir) / self.src
         try:
             return path.read_bytes()
         except OSError as exc:
@@ -65,73 +80,106 @@ class Copy(LegacyModule):
                 f"copy: cannot read src {path}: {exc.strerror}", where=where
             ) from None
 
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        return _content_probe(str(args["dest"]), want_diff)
 
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        facts = fact.fields() if fact else {}
-        dest, content = str(args["dest"]), args["_content"]
-        if facts.get("type") == "directory":
+@dataclass(frozen=True)
+class TemplateArgs(ContentArgs):
+    module: ClassVar[str] = "template"
+
+    def read(self, ctx: Context, where: str) -> bytes:
+        if not self.src:
+            raise PlaybookError("module 'template' needs 'src'", where=where)
+        from pctfleet.playbook.templating import render_template_file
+
+        path = _find_template(self.src, Path(ctx.base_dir), where)
+        return render_template_file(path, ctx.variables, where=where).encode()
+
+
+def _find_template(src: str, base: Path, where: str) -> Path:
+    candidates = (
+        [Path(src).expanduser()]
+        if src.startswith(("/", "~"))
+        else [base / "templates" / src, base / src, base.parent / "templates" / src]
+    )
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise PlaybookError(
+        f"template: {src} not found (looked in {', '.join(str(c.parent) for c in candidates)})",
+        where=where,
+    )
+
+
+@dataclass(frozen=True)
+class FileContent:
+    """What is at `dest`, and for a regular file its sha256 (and its bytes, for a diff)."""
+
+    path: PathState
+    sha256: str = ""
+    content: bytes | None = None
+
+
+class ContentStat(FactReader[FileContent]):
+    """`stat` of `dest` plus the sha256 of the file there; its text too when diffing."""
+
+    def command(self, args: ContentArgs, want_diff: bool) -> str:
+        inputs = {"DEST": args.dest, "WANT_DIFF": int(want_diff), "DIFF_LIMIT": DIFF_LIMIT}
+        return stat_probe(args.dest) + "\n" + snippet("file_content", **inputs)
+
+    def parse(self, reading: Fact) -> FileContent:
+        fields = reading.fields()
+        content = base64.b64decode(fields["content"]) if "content" in fields else None
+        return FileContent(path_state(fields), fields.get("sha256", ""), content)
+
+    def converged(self, args: ContentArgs, world: World) -> dict[str, str]:
+        world.files[args.dest] = args.data  # a later task (server's env_file) reads it
+        return {
+            "type": "file",
+            "mode": (args.mode or "644").lstrip("0") or "0",
+            "owner": args.owner or "root",
+            "group": args.group or "root",
+            "sha256": hashlib.sha256(args.data).hexdigest(),
+        }
+
+
+class Copy(Module):
+    """Write `content` (or a local `src` file) to `dest` in the container."""
+
+    name = "copy"
+    Args = CopyArgs
+    fact = ContentStat()
+
+    def plan(self, args: ContentArgs, state: FileContent | None, check: bool) -> Plan:
+        state = state or FileContent(PathState())
+        dest, data = args.dest, args.data
+        if state.path.type == "directory":
             return Plan(False, failed=True, msg=f"{dest} is a directory")
-        wanted = hashlib.sha256(content).hexdigest()
-        if facts.get("sha256") != wanted:
-            mode = args["_mode"] or (facts.get("mode", "").zfill(4) if "mode" in facts else "0644")
-            push = Push(dest, content, mode, self._owner(args))
-            return Plan(True, pushes=[push], diff=self._diff(dest, facts, content))
-        fixes, attr_diff = attribute_fixes(
-            dest, path_state(facts), args["_mode"], args.get("owner"), args.get("group")
-        )
+        if state.sha256 != hashlib.sha256(data).hexdigest():
+            mode = args.mode or state.path.mode or "0644"
+            push = Push(dest, data, mode, args.push_owner)
+            return Plan(True, pushes=[push], diff=_diff(dest, state, data))
+        fixes, attr_diff = attribute_fixes(dest, state.path, args.mode, args.owner, args.group)
         if not fixes:
             return Plan(False)
         diff = {"path": dest, "before": str(attr_diff["before"]), "after": str(attr_diff["after"])}
         return Plan(True, script="set -e\n" + "\n".join(fixes) + "\n", diff=diff)
-
-    @staticmethod
-    def _owner(args: dict[str, Any]) -> str:
-        owner, group = args.get("owner") or "", args.get("group") or ""
-        return f"{owner}:{group}" if group else str(owner)
-
-    @staticmethod
-    def _diff(dest: str, facts: dict[str, str], content: bytes) -> dict:
-        if "content" in facts:
-            before = base64.b64decode(facts["content"]).decode("utf-8", errors="replace")
-        elif facts.get("type", "absent") == "absent":
-            before = ""
-        else:
-            before = f"(existing content, sha256 {facts.get('sha256', '?')[:12]}...)\n"
-        after = (
-            content.decode("utf-8", errors="replace")
-            if len(content) <= DIFF_LIMIT
-            else (f"({len(content)} bytes)\n")
-        )
-        return {"path": dest, "before": before, "after": after}
 
 
 class Template(Copy):
     """Render a jinja2 template from the playbook's templates/ folder into `dest`."""
 
     name = "template"
-    args = {"src", "dest", "mode", "owner", "group", "force", "backup"}
+    Args = TemplateArgs
 
-    def content(self, args: dict[str, Any], where: str) -> bytes:
-        if not args.get("src"):
-            raise PlaybookError("module 'template' needs 'src'", where=where)
-        from pctfleet.playbook.templating import render_template_file
 
-        path = self._find(str(args["src"]), Path(args.get("_base", ".")), where)
-        return render_template_file(path, args["_vars"], where=where).encode()
-
-    @staticmethod
-    def _find(src: str, base: Path, where: str) -> Path:
-        candidates = (
-            [Path(src).expanduser()]
-            if src.startswith(("/", "~"))
-            else [base / "templates" / src, base / src, base.parent / "templates" / src]
-        )
-        for path in candidates:
-            if path.is_file():
-                return path
-        raise PlaybookError(
-            f"template: {src} not found (looked in {', '.join(str(c.parent) for c in candidates)})",
-            where=where,
-        )
+def _diff(dest: str, state: FileContent, data: bytes) -> dict:
+    if state.content is not None:
+        before = state.content.decode("utf-8", errors="replace")
+    elif state.path.type == "absent":
+        before = ""
+    else:
+        before = f"(existing content, sha256 {(state.sha256 or '?')[:12]}...)\n"
+    if len(data) <= DIFF_LIMIT:
+        after = data.decode("utf-8", errors="replace")
+    else:
+        after = f"({len(data)} bytes)\n"
+    return {"path": dest, "before": before, "after": after}

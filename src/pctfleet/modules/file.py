@@ -7,24 +7,14 @@ from typing import Any, ClassVar
 
 from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, mode_string, q
+from pctfleet.sh import snippet
 
 ROOT = {"owner": "root", "group": "root"}
 STATES = {"file", "directory", "absent", "link", "touch"}
 
-STAT_SNIPPET = """p={path}
-if [ -L "$p" ]; then pf_kv type link; pf_kv target "$(readlink -- "$p")"
-elif [ -d "$p" ]; then pf_kv type directory
-elif [ -e "$p" ]; then pf_kv type file
-else pf_kv type absent; fi
-if [ -e "$p" ] || [ -L "$p" ]; then
-  pf_kv mode "$(stat -c %a -- "$p")"
-  pf_kv owner "$(stat -c %U -- "$p")"
-  pf_kv group "$(stat -c %G -- "$p")"
-fi"""
-
 
 def stat_probe(path: str) -> str:
-    return STAT_SNIPPET.format(path=q(path))
+    return snippet("path_stat", STAT_PATH=path)
 
 
 @dataclass(frozen=True)

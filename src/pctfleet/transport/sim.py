@@ -23,7 +23,6 @@ the simulation is for no-op runs and audits.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 import json
@@ -212,34 +211,13 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
 
 def converged_fact(module: str, args: dict[str, Any], state: _Container, diff: bool) -> str:
     """What `module`'s probe prints on a container where the task is already done."""
-    if module in {"command", "shell"}:
-        return "creates=1" if args.get("creates") else ""
     if module == "pip":
         return _pip_fact(args)
-    if module in {"copy", "template"}:
-        content = args["_content"]
-        state.files[str(args["dest"])] = content
-        lines = [
-            "type=file",
-            *_attributes(args, "644"),
-            f"sha256={hashlib.sha256(content).hexdigest()}",
-        ]
-        if diff:
-            lines.append(f"content={base64.b64encode(content).decode()}")
-        return "\n".join(lines)
     if module == "server_stop":
         return ""  # no PID file
     if module == "server":
         return _server_fact(args, state)
     raise ValueError(f"the simulation has no converged facts for module '{module}'")
-
-
-def _attributes(args: dict[str, Any], mode: str) -> list[str]:
-    return [
-        f"mode={(args.get('_mode') or mode).lstrip('0') or '0'}",
-        f"owner={args.get('owner') or 'root'}",
-        f"group={args.get('group') or 'root'}",
-    ]
 
 
 def _pip_fact(args: dict[str, Any]) -> str:
