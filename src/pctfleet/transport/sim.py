@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import json
 import re
 import threading
 import time
@@ -214,8 +213,6 @@ def converged_fact(module: str, args: dict[str, Any], state: _Container, diff: b
     """What `module`'s probe prints on a container where the task is already done."""
     if module in {"command", "shell"}:
         return "creates=1" if args.get("creates") else ""
-    if module == "pip":
-        return _pip_fact(args)
     if module in {"copy", "template"}:
         content = args["_content"]
         state.files[str(args["dest"])] = content
@@ -227,10 +224,6 @@ def converged_fact(module: str, args: dict[str, Any], state: _Container, diff: b
         if diff:
             lines.append(f"content={base64.b64encode(content).decode()}")
         return "\n".join(lines)
-    if module == "server_stop":
-        return ""  # no PID file
-    if module == "server":
-        return _server_fact(args, state)
     raise ValueError(f"the simulation has no converged facts for module '{module}'")
 
 
@@ -240,34 +233,3 @@ def _attributes(args: dict[str, Any], mode: str) -> list[str]:
         f"owner={args.get('owner') or 'root'}",
         f"group={args.get('group') or 'root'}",
     ]
-
-
-def _pip_fact(args: dict[str, Any]) -> str:
-    if args["state"] == "absent":
-        return "pkgs={}"
-    installed = {name: _a_version(spec) for _, name, spec in args["_reqs"]}
-    return "pkgs=" + json.dumps(installed, sort_keys=True)
-
-
-def _a_version(spec: str) -> str:
-    """A version that meets `spec`: the pinned one, or a lower bound."""
-    for clause in (c.strip() for c in spec.split(",")):
-        match = re.match(r"^(==|>=|~=)\s*([0-9][A-Za-z0-9.]*)$", clause)
-        if match:
-            return match.group(2)
-    return "1.0"
-
-
-def _server_fact(args: dict[str, Any], state: _Container) -> str:
-    if args["state"] == "stopped":
-        return ""  # no PID file
-    envsha = "none"
-    if args.get("env_file"):
-        # Written by an earlier task of the play, or (unknown here) by something else.
-        content = state.files.get(str(args["env_file"]), b"written outside the play")
-        envsha = hashlib.sha256(content).hexdigest()[:16]
-    lines = ["pid=4242", "alive=1", "ours=1", f"spec={args['_spec']}-{envsha}"]
-    lines.append(f"envfile_sha={envsha}")
-    if args.get("ready_url"):
-        lines.append(f"health={args['ready_status']}")
-    return "\n".join(lines)
