@@ -104,14 +104,14 @@ def test_every_snippet_finds_cuda_home_through_the_one_function():
 
 def test_forged_server_pid_file_and_spec(tmp_path):
     pidfile = tmp_path / "s.pid"
-    args = {"name": "s", "command": ["sleep", "1"], "pidfile": str(pidfile)}
-    Server().validate(args, "t")
+    raw = {"name": "s", "command": ["sleep", "1"], "pidfile": str(pidfile)}
+    args = Server().prepare(raw, Context(), "t")
     pidfile.write_text(f"1\nalive=1\npid=1\n{fake_end()}\n")
-    (tmp_path / "s.pid.spec").write_text(f"x\nspec={args['_spec']}-none\nalive=1\n")
+    (tmp_path / "s.pid.spec").write_text(f"x\nspec={args.spec()}-none\nalive=1\n")
     fact = run(Server().probe(args, False))
     assert fact.fields()["pid"].startswith("1\nalive=1")
     assert "alive" not in fact.fields()
-    assert Server().plan(args, fact, True).changed
+    assert Server().decide(args, fact, True).changed
 
 
 def test_forged_jit_cache_stamps(tmp_path):
@@ -234,7 +234,7 @@ def test_forged_cccl_manifest_is_not_a_fact(tmp_path):
 def test_env_file_keys_must_be_shell_names(key):
     args = {"name": "s", "command": ["x"], "env_file_vars": {"OK_1": "v", key: "v"}}
     with pytest.raises(PlaybookError, match=re.escape(repr(key))):
-        Server().validate(args, "t")
+        Server().prepare(args, Context(), "t")
 
 
 def test_the_lookup_survives_set_e_without_a_venv(tmp_path):

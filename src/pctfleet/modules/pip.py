@@ -5,17 +5,21 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pctfleet.errors import PlaybookError
 from pctfleet.facts.kv import PY_KV
-from pctfleet.modules.base import Fact, LegacyModule, Plan, q, words
+from pctfleet.modules.args import Args, Context, arg, text, text_list
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q, words
+from pctfleet.sh import snippet
 
 REQUIREMENT = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*(?P<spec>[<>=!~].*)?$"
 )
 SPEC = re.compile(r"^\s*(==|>=|<=|!=|~=|>|<)\s*([A-Za-z0-9.*+!_-]+)\s*$")
 
+# Every installed distribution, by PEP 503 name: a python program printing through pf_kv.
 LIST_INSTALLED = (
     PY_KV
     + """import importlib.metadata as m, json, re
@@ -89,100 +93,121 @@ def parse_requirement(text: str, where: str) -> tuple[str, str]:
     return normalize(match.group("name")), spec
 
 
-class Pip(LegacyModule):
-    name = "pip"
-    args = {
-        "name",
-        "version",
-        "virtualenv",
-        "virtualenv_command",
-        "virtualenv_python",
-        "extra_args",
-        "state",
-        "executable",
-    }
+def a_version(spec: str) -> str:
+    """A version that meets `spec`: the pinned one, or a lower bound."""
+    for clause in (c.strip() for c in spec.split(",")):
+        match = re.match(r"^(==|>=|~=)\s*([0-9][A-Za-z0-9.]*)$", clause)
+        if match:
+            return match.group(2)
+    return "1.0"
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        names = args.get("name")
-        if not names:
+
+@dataclass(frozen=True)
+class PipArgs(Args):
+    module: ClassVar[str] = "pip"
+    name: tuple[str, ...] = arg((), required=True, convert=text_list)
+    version: str | None = arg(None, convert=text)
+    virtualenv: str | None = arg(None, convert=text)
+    virtualenv_command: str | None = arg(None, convert=text)
+    virtualenv_python: str | None = arg(None, convert=text)
+    extra_args: str | None = arg(None, convert=text)
+    state: str = arg("present", choices={"present", "absent"})
+    executable: str | None = arg(None, convert=text)
+
+    def check(self, ctx: Context, where: str) -> None:
+        if not self.name:
             raise PlaybookError("module 'pip' needs 'name'", where=where)
-        names = [names] if isinstance(names, str) else [str(n) for n in names]
-        if args.get("version") and len(names) == 1:
-            names = [f"{names[0]}=={args['version']}"]
-        for item in names:
+        for item in self.items():
             if item.startswith("-"):
-                raise PlaybookError(
-                    f"pip: {item!r} is an option, not a package: use extra_args", where=where
-                )
-        args["_reqs"] = [(item, *parse_requirement(item, where)) for item in names]
+                raise self.fail(f"{item!r} is an option, not a package: use extra_args", where)
+        self.requirements(where)
         for key in ("extra_args", "virtualenv_command"):
-            words(args.get(key) or "", key, where, self.name)
-        state = args.setdefault("state", "present")
-        if state not in {"present", "absent"}:
-            raise PlaybookError(
-                f"pip: 'state' must be present or absent, got {state!r}", where=where
-            )
+            words(getattr(self, key) or "", key, where, self.module)
 
-    def python(self, args: dict[str, Any]) -> str:
-        if args.get("virtualenv"):
-            return f"{args['virtualenv']}/bin/python"
-        return str(args.get("executable") or "python3")
+    def items(self) -> list[str]:
+        """The requirements as written (`version` pins a single name)."""
+        if self.version and len(self.name) == 1:
+            return [f"{self.name[0]}=={self.version}"]
+        return list(self.name)
 
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        py = q(self.python(args))
-        return (
-            f"if command -v {py} >/dev/null 2>&1; then {py} - <<'PCTFLEET_PY'\n"
-            f"{LIST_INSTALLED}\nPCTFLEET_PY\nelse pf_kv venv absent; fi"
-        )
+    def requirements(self, where: str = "") -> list[tuple[str, str, str]]:
+        """(as written, PEP 503 name, specifier) for each requirement."""
+        return [(item, *parse_requirement(item, where)) for item in self.items()]
 
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        facts = fact.fields() if fact else {}
-        installed = json.loads(facts["pkgs"]) if "pkgs" in facts else {}
-        if args["state"] == "absent":
-            present = [name for _, name, _ in args["_reqs"] if name in installed]
+    def python(self) -> str:
+        return f"{self.virtualenv}/bin/python" if self.virtualenv else self.executable or "python3"
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What the python the task names has installed; `venv` is 'absent' when it is missing."""
+
+    pkgs: dict[str, str] = field(default_factory=dict)
+    venv: str = ""
+
+
+class InstalledPackages(FactReader[Installed]):
+    """Every distribution the task's python sees, by PEP 503 name."""
+
+    def command(self, args: PipArgs, want_diff: bool) -> str:
+        return snippet("pip_installed", PYTHON=args.python(), PROGRAM=LIST_INSTALLED)
+
+    def parse(self, reading: Fact) -> Installed:
+        fields = reading.fields()
+        pkgs = json.loads(fields["pkgs"]) if "pkgs" in fields else {}
+        return Installed(pkgs, fields.get("venv", ""))
+
+    def converged(self, args: PipArgs, world: World) -> dict[str, str]:
+        if args.state == "absent":
+            return {"pkgs": "{}"}
+        installed = {name: a_version(spec) for _, name, spec in args.requirements()}
+        return {"pkgs": json.dumps(installed, sort_keys=True)}
+
+
+class Pip(Module):
+    name = "pip"
+    Args = PipArgs
+    fact = InstalledPackages()
+
+    def plan(self, args: PipArgs, state: Installed | None, check: bool) -> Plan:
+        state = state or Installed()
+        installed = state.pkgs
+        if args.state == "absent":
+            present = [name for _, name, _ in args.requirements() if name in installed]
             if not present:
                 return Plan(False)
             line = " ".join(q(n) for n in present)
             return Plan(
                 True,
-                script=f"{q(self.python(args))} -m pip uninstall -y {line}\n",
+                script=f"{q(args.python())} -m pip uninstall -y {line}\n",
                 diff=self._diff(installed, present, "absent"),
             )
         missing = [
             (item, name)
-            for item, name, spec in args["_reqs"]
+            for item, name, spec in args.requirements()
             if name not in installed or not satisfies(installed[name], spec)
         ]
         if not missing:
             return Plan(False)
-        script = self._venv_line(args, facts) + self._install_line(args, [m[0] for m in missing])
+        script = self._venv_line(args, state) + self._install_line(args, [m[0] for m in missing])
         return Plan(
             True,
             script=script,
             diff=self._diff(installed, [m[1] for m in missing], [m[0] for m in missing]),
         )
 
-    def _venv_line(self, args: dict[str, Any], facts: dict[str, str]) -> str:
-        if not args.get("virtualenv") or facts.get("venv") != "absent":
+    def _venv_line(self, args: PipArgs, state: Installed) -> str:
+        if not args.virtualenv or state.venv != "absent":
             return "set -e\n"
-        command = shlex.split(str(args.get("virtualenv_command") or "python3 -m venv"))
-        if args.get("virtualenv_python"):
-            command = [str(args["virtualenv_python"]), "-m", "venv"]
-        return "set -e\n" + " ".join(q(c) for c in [*command, args["virtualenv"]]) + "\n"
+        command = shlex.split(args.virtualenv_command or "python3 -m venv")
+        if args.virtualenv_python:
+            command = [args.virtualenv_python, "-m", "venv"]
+        return "set -e\n" + " ".join(q(c) for c in [*command, args.virtualenv]) + "\n"
 
-    def _install_line(self, args: dict[str, Any], items: list[str]) -> str:
-        extra = shlex.split(str(args.get("extra_args") or ""))
-        words = [
-            self.python(args),
-            "-m",
-            "pip",
-            "install",
-            "--no-input",
-            "--disable-pip-version-check",
-            *extra,
-            *items,
-        ]
-        return " ".join(q(w) for w in words) + "\n"
+    def _install_line(self, args: PipArgs, items: list[str]) -> str:
+        extra = shlex.split(args.extra_args or "")
+        pip = [args.python(), "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+        return " ".join(q(w) for w in [*pip, *extra, *items]) + "\n"
 
     @staticmethod
     def _diff(installed: dict, names: list[str], after: list[str] | str) -> dict:

@@ -8,63 +8,174 @@ file, so a second run knows whether the running server is the one wanted.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
 import shlex
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError
-from pctfleet.modules.base import Fact, LegacyModule, Plan, number, q, words
-from pctfleet.sh import library
+from pctfleet.modules.args import Args, Context, arg, text, text_list
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, number, words
+from pctfleet.sh import library, snippet
 
+# The stop function alone, for other modules' change scripts.
 STOP_FUNCTION = library(["stop"])
-
-PROCESS_PROBE = r"""pf={pidfile}
-if [ -f "$pf" ]; then
-  pid=$(cat "$pf"); pf_kv pid "$pid"
-  case $pid in ''|*[!0-9]*) ;; *)
-    if kill -0 "$pid" 2>/dev/null && [ "$(cut -d' ' -f3 /proc/$pid/stat)" != Z ]; then
-      pf_kv alive 1
-      tr '\0' '\n' < /proc/$pid/environ 2>/dev/null |
-        grep -qx "PCTFLEET_SERVER={name}" && pf_kv ours 1
-    fi ;;
-  esac
-  [ -f "$pf.spec" ] && pf_kv spec "$(cat "$pf.spec")"
-fi"""
-
-# The server's environment file is part of what it was launched with.
-ENV_FILE_SHA = (
-    'if [ -f {path} ]; then pf_kv envfile_sha "$(sha256sum < {path} | cut -c1-16)"; '
-    "else pf_kv envfile_sha none; fi"
-)
-
-# Readiness checks that run inside the container; python3 is on every target we serve.
-HTTP_STATUS = library(["http"])
-
 
 # The env file is sourced by sh as root: a key is written unquoted, so it must be a name.
 SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _mapping(args: dict[str, Any], key: str, where: str) -> dict:
-    value = args.get(key) or {}
-    if not isinstance(value, dict):
-        raise PlaybookError(f"server: {key!r} must be a mapping", where=where)
-    return value
+def _number(module: str, key: str, *, integer: bool = False) -> Any:
+    """A converter: the value as given, once it is a (whole) number >= 0."""
+
+    def convert(value: Any, where: str) -> Any:
+        number({key: value}, key, where, module, integer=integer)
+        return value
+
+    return convert
 
 
-def _defaults(args: dict[str, Any]) -> None:
-    name = args["name"]
-    args.setdefault("pidfile", f"/run/pctfleet/{name}.pid")
-    args.setdefault("logfile", f"/var/log/pctfleet/{name}.log")
-    args.setdefault("state", "started")
-    args.setdefault("stop_grace", 10)
-    args.setdefault("ready_timeout", 300)
-    args.setdefault("ready_status", 200)
+def _mapping(key: str) -> Any:
+    """A converter: a mapping (empty when not given) with its keys and values as text."""
+
+    def convert(value: Any, where: str) -> dict[str, str]:
+        if not value:
+            return {}
+        if not isinstance(value, Mapping):
+            raise PlaybookError(f"server: {key!r} must be a mapping", where=where)
+        return {str(k): str(v) for k, v in value.items()}
+
+    return convert
 
 
-class Server(LegacyModule):
+def _argv(value: Any, where: str) -> tuple[str, ...]:
+    """A command line: a list as it is, a string split like sh would."""
+    if not value:
+        return ()
+    if isinstance(value, str):
+        return tuple(words(value, "command", where, "server"))
+    return tuple(str(c) for c in value)
+
+
+@dataclass(frozen=True)
+class ServerArgs(Args):
+    module: ClassVar[str] = "server"
+    name: str = arg("", convert=text)
+    command: tuple[str, ...] = arg((), convert=_argv)
+    env: Mapping[str, str] | None = arg(None, convert=_mapping("env"))
+    chdir: str | None = arg(None, convert=text)
+    pidfile: str = arg("", convert=text)  # default /run/pctfleet/NAME.pid
+    logfile: str = arg("", convert=text)  # default /var/log/pctfleet/NAME.log
+    state: str = arg("started", choices={"started", "stopped", "restarted"})
+    stop_grace: Any = arg(10, convert=_number("server", "stop_grace", integer=True))
+    ready_url: str | None = arg(None, convert=text)
+    ready_status: str = arg("200", convert=text)
+    ready_port: Any = arg(None, convert=_number("server", "ready_port", integer=True))
+    ready_host: str | None = arg(None, convert=text)
+    ready_log: str | None = arg(None, convert=text)
+    ready_timeout: Any = arg(300, convert=_number("server", "ready_timeout"))
+    fail_log: tuple[str, ...] = arg((), convert=text_list)
+    env_file: str | None = arg(None, convert=text)
+    env_file_vars: Mapping[str, str] | None = arg(None, convert=_mapping("env_file_vars"))
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
+        parsed = super().parse(raw, ctx, where)
+        return dataclasses.replace(
+            parsed,
+            pidfile=parsed.pidfile or f"/run/pctfleet/{parsed.name}.pid",
+            logfile=parsed.logfile or f"/var/log/pctfleet/{parsed.name}.log",
+        )
+
+    def check(self, ctx: Context, where: str) -> None:
+        if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
+            raise self.fail("'name' must be letters, digits, '-' or '_'", where)
+        if not self.command:
+            raise self.fail("'command' is required", where)
+        for key in (*(self.env or {}), *(self.env_file_vars or {})):
+            if not SHELL_NAME.match(key):
+                raise self.fail(
+                    f"environment variable name {key!r} is not a shell identifier "
+                    "([A-Za-z_][A-Za-z0-9_]*)",
+                    where,
+                )
+
+    def spec(self) -> str:
+        """Fingerprint of what is launched: a change in any of it means restart."""
+        wanted = {
+            "argv": list(self.command),
+            "env": dict(self.env or {}),
+            "chdir": self.chdir or "",
+        }
+        return hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ProcessState:
+    """What a PID file says. `pid` is None without a PID file (as written otherwise)."""
+
+    pid: str | None = None
+    alive: bool = False
+    ours: bool = False
+    spec: str = ""
+    envfile_sha: str = "none"
+    health: str = ""
+
+
+class PidFileProcess(FactReader[ProcessState]):
+    """The process a PID file names; for a server, also its env file's hash and health."""
+
+    def command(self, args: Any, want_diff: bool) -> str:
+        server = isinstance(args, ServerArgs)
+        return snippet(
+            "server_process",
+            PIDFILE=args.pidfile,
+            NAME=args.name if server else "",
+            ENV_FILE=(args.env_file or "") if server else "",
+            READY_URL=(args.ready_url or "") if server else "",
+        )
+
+    def parse(self, reading: Fact) -> ProcessState:
+        fields = reading.fields()
+        return ProcessState(
+            pid=fields.get("pid"),
+            alive=bool(fields.get("alive")),
+            ours=bool(fields.get("ours")),
+            spec=fields.get("spec", ""),
+            envfile_sha=fields.get("envfile_sha", "none"),
+            health=fields.get("health", ""),
+        )
+
+    def converged(self, args: Any, world: World) -> dict[str, str]:
+        return {}  # no PID file: nothing to stop
+
+
+class ServerProcess(PidFileProcess):
+    def converged(self, args: ServerArgs, world: World) -> dict[str, str]:
+        if args.state == "stopped":
+            return {}
+        envsha = "none"
+        if args.env_file:
+            # Written by an earlier task of the play, or (unknown here) by something else.
+            content = world.files.get(args.env_file, b"written outside the play")
+            envsha = hashlib.sha256(content).hexdigest()[:16]
+        fields = {"pid": "4242", "alive": "1", "ours": "1", "spec": f"{args.spec()}-{envsha}"}
+        fields["envfile_sha"] = envsha
+        if args.ready_url:
+            fields["health"] = args.ready_status
+        return fields
+
+
+def stop_script(pidfile: str, grace: Any, expect: str) -> str:
+    """Stop what `pidfile` names: TERM to its process group, `grace` seconds, then KILL."""
+    return snippet("server_stop", PIDFILE=pidfile, GRACE=int(grace), EXPECT=expect)
+
+
+class Server(Module):
     """Run a server detached (setsid, env, PID file, log) and wait until it is ready.
 
     Ready means every given check holds: `ready_url` answers `ready_status`,
@@ -73,185 +184,62 @@ class Server(LegacyModule):
     """
 
     name = "server"
-    args = {
-        "name",
-        "command",
-        "env",
-        "chdir",
-        "pidfile",
-        "logfile",
-        "state",
-        "stop_grace",
-        "ready_url",
-        "ready_status",
-        "ready_port",
-        "ready_host",
-        "ready_log",
-        "ready_timeout",
-        "fail_log",
-        "env_file",
-        "env_file_vars",
-    }
+    Args = ServerArgs
+    fact = ServerProcess()
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        if (
-            not args.get("name")
-            or not str(args["name"]).replace("-", "").replace("_", "").isalnum()
-        ):
-            raise PlaybookError("server: 'name' must be letters, digits, '-' or '_'", where=where)
-        if not args.get("command"):
-            raise PlaybookError("server: 'command' is required", where=where)
-        command = args["command"]
-        args["_argv"] = (
-            words(command, "command", where, self.name)
-            if isinstance(command, str)
-            else [str(c) for c in command]
-        )
-        _defaults(args)
-        number(args, "stop_grace", where, self.name, integer=True)
-        number(args, "ready_timeout", where, self.name)
-        number(args, "ready_port", where, self.name, integer=True)
-        if args["state"] not in {"started", "stopped", "restarted"}:
-            raise PlaybookError(
-                "server: 'state' must be started, stopped or restarted", where=where
-            )
-        env = args.get("env") or {}
-        if not isinstance(env, dict):
-            raise PlaybookError("server: 'env' must be a mapping", where=where)
-        args["_env"] = {str(k): str(v) for k, v in env.items()}
-        for key in (*args["_env"], *_mapping(args, "env_file_vars", where)):
-            if not SHELL_NAME.match(str(key)):
-                raise PlaybookError(
-                    f"server: environment variable name {str(key)!r} is not a shell "
-                    "identifier ([A-Za-z_][A-Za-z0-9_]*)",
-                    where=where,
-                )
-        args["_spec"] = self.spec(args)
-
-    @staticmethod
-    def spec(args: dict[str, Any]) -> str:
-        """Fingerprint of what is launched: a change in any of it means restart."""
-        wanted = {"argv": args["_argv"], "env": args["_env"], "chdir": args.get("chdir") or ""}
-        return hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
-
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        lines = [PROCESS_PROBE.format(pidfile=q(args["pidfile"]), name=args["name"])]
-        if args.get("env_file"):
-            lines.append(ENV_FILE_SHA.format(path=q(args["env_file"])))
-        if args.get("ready_url"):
-            lines += [
-                HTTP_STATUS,
-                'if [ -n "${pid:-}" ] && kill -0 "$pid" 2>/dev/null; then',
-                f'pf_kv health "$(pctfleet_http {q(args["ready_url"])})"; fi',
-            ]
-        return "\n".join(lines)
-
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        facts = fact.fields() if fact else {}
-        running = bool(facts.get("alive"))
-        state = args["state"]
-        if state == "stopped":
-            if not running and "pid" not in facts:
+    def plan(self, args: ServerArgs, state: ProcessState | None, check: bool) -> Plan:
+        state = state or ProcessState()
+        if args.state == "stopped":
+            if not state.alive and state.pid is None:
                 return Plan(False)
-            return Plan(True, script=self._stop_script(args), msg="stopping")
-        healthy = not args.get("ready_url") or facts.get("health") == str(args["ready_status"])
-        wanted_spec = f"{args['_spec']}-{facts.get('envfile_sha', 'none')}"
-        if state == "started" and running and facts.get("spec") == wanted_spec and healthy:
-            return Plan(
-                False, msg=f"running, pid {facts.get('pid')}", result={"pid": int(facts["pid"])}
-            )
-        reason = self._why(facts, running, healthy, state)
+            return Plan(True, script=stop_script(args.pidfile, args.stop_grace, ""), msg="stopping")
+        healthy = not args.ready_url or state.health == args.ready_status
+        wanted_spec = f"{args.spec()}-{state.envfile_sha}"
+        running = state.alive and (state.pid or "").isdigit()
+        if args.state == "started" and running and state.spec == wanted_spec and healthy:
+            return Plan(False, msg=f"running, pid {state.pid}", result={"pid": int(state.pid)})
+        reason = self._why(state, healthy, args.state)
         diff = {
-            "path": args["pidfile"],
+            "path": args.pidfile,
             "before": f"{reason}\n",
-            "after": f"running {shlex.join(args['_argv'])}\n",
+            "after": f"running {shlex.join(args.command)}\n",
         }
         return Plan(True, script=self._start_script(args), msg=reason, diff=diff)
 
     @staticmethod
-    def _why(facts: dict, running: bool, healthy: bool, state: str) -> str:
-        if state == "restarted":
+    def _why(state: ProcessState, healthy: bool, wanted: str) -> str:
+        if wanted == "restarted":
             return "restart requested"
-        if not running:
+        if not state.alive:
             return "not running"
         if not healthy:
-            return f"running but unhealthy (health {facts.get('health')})"
+            return f"running but unhealthy (health {state.health})"
         return "running with a different command line or environment"
 
-    def _stop_script(self, args: dict[str, Any]) -> str:
-        return STOP_FUNCTION + f"pctfleet_stop {q(args['pidfile'])} {int(args['stop_grace'])} ''\n"
-
-    def _start_script(self, args: dict[str, Any]) -> str:
-        pf, log = q(args["pidfile"]), q(args["logfile"])
-        env = " ".join(
-            q(f"{k}={v}") for k, v in {**args["_env"], "PCTFLEET_SERVER": args["name"]}.items()
+    def _start_script(self, args: ServerArgs) -> str:
+        environment = [
+            f"{k}={v}" for k, v in {**(args.env or {}), "PCTFLEET_SERVER": args.name}.items()
+        ]
+        return snippet(
+            "server_start",
+            argv=[*environment, "setsid", *args.command],
+            SRV_PIDFILE=args.pidfile,
+            SRV_LOG=args.logfile,
+            SRV_GRACE=int(args.stop_grace),
+            SRV_WORKDIR=args.chdir or "",
+            SRV_ENV_FILE=args.env_file or "",
+            SRV_SPEC=args.spec(),
+            SRV_URL=args.ready_url or "",
+            SRV_STATUS=args.ready_status,
+            SRV_TCP_ADDRESS=args.ready_host or "127.0.0.1",
+            SRV_TCP_PORT=int(args.ready_port) if args.ready_port else "",
+            SRV_READY_LOG=args.ready_log or "",
+            # One newline-separated list for grep -F; an empty pattern matches every line.
+            SRV_FAIL_CHECK="1" if args.fail_log else "",
+            SRV_FAIL_LOG="\n".join(args.fail_log),
+            SRV_TIMEOUT=args.ready_timeout,
+            SRV_TICKS=int(float(args.ready_timeout) * 10),
         )
-        chdir = f"cd {q(args['chdir'])}\n" if args.get("chdir") else ""
-        source = ""
-        if args.get("env_file"):
-            path = q(args["env_file"])
-            source = f"if [ -f {path} ]; then set -a; . {path}; set +a; fi\n"
-        launch = " ".join(q(a) for a in args["_argv"])
-        return (
-            "set -e\n"
-            + STOP_FUNCTION
-            + HTTP_STATUS
-            + f"pctfleet_stop {pf} {int(args['stop_grace'])} ''\n"
-            + f'mkdir -p "$(dirname {pf})" "$(dirname {log})"\n'
-            + f"[ -f {log} ] && mv -f {log} {log}.1\n"
-            + chdir
-            + source
-            + f"env {env} setsid {launch} </dev/null >{log} 2>&1 &\n"
-            + f'pid=$!\necho "$pid" > {pf}.tmp && mv -f {pf}.tmp {pf}\n'
-            + self._env_file_lines(args)
-            + f'echo {q(args["_spec"])}-"$envsha" > {pf}.spec\n'
-            + self._wait_script(args)
-        )
-
-    @staticmethod
-    def _env_file_lines(args: dict[str, Any]) -> str:
-        if not args.get("env_file"):
-            return "envsha=none\n"
-        path = q(args["env_file"])
-        return f"envsha=none\n[ -f {path} ] && envsha=$(sha256sum < {path} | cut -c1-16)\n"
-
-    def _wait_script(self, args: dict[str, Any]) -> str:
-        log = q(args["logfile"])
-        checks = []
-        if args.get("ready_url"):
-            checks.append(
-                f'[ "$(pctfleet_http {q(args["ready_url"])})" = {q(str(args["ready_status"]))} ]'
-            )
-        if args.get("ready_port"):
-            host = q(args.get("ready_host") or "127.0.0.1")
-            checks.append(f"pctfleet_port {host} {int(args['ready_port'])}")
-        if args.get("ready_log"):
-            checks.append(f"grep -qF -- {q(args['ready_log'])} {log}")
-        ready = " && ".join(checks) or "true"
-        fails = (
-            [args["fail_log"]]
-            if isinstance(args.get("fail_log"), str)
-            else (args.get("fail_log") or [])
-        )
-        fail_test = " || ".join(f"grep -qF -- {q(f)} {log}" for f in fails) or "false"
-        limit = int(float(args["ready_timeout"]) * 10)
-        return f"""set +e
-i=0
-while :; do
-  if ! kill -0 "$pid" 2>/dev/null || [ "$(cut -d' ' -f3 /proc/$pid/stat 2>/dev/null)" = Z ]; then
-    echo "server exited before it was ready; log tail:" >&2; tail -n 40 {log} >&2; exit 1
-  fi
-  if {fail_test}; then
-    echo "server reported a failure; log tail:" >&2; tail -n 40 {log} >&2; exit 1
-  fi
-  if {ready}; then echo "pid=$pid"; exit 0; fi
-  i=$((i + 1))
-  if [ "$i" -gt {limit} ]; then
-    echo "not ready after {args["ready_timeout"]}s; log tail:" >&2; tail -n 40 {log} >&2; exit 1
-  fi
-  sleep 0.1
-done
-"""
 
     def finish(self, args: dict[str, Any], plan: Plan, rc: int, out: str, err: str) -> dict:
         result = super().finish(args, plan, rc, out, err)
@@ -276,7 +264,15 @@ done
         return result
 
 
-class ServerStop(LegacyModule):
+@dataclass(frozen=True)
+class ServerStopArgs(Args):
+    module: ClassVar[str] = "server_stop"
+    pidfile: str = arg(required=True, convert=text)
+    grace: Any = arg(10, convert=_number("server_stop", "grace", integer=True))
+    expect: str | None = arg(None, convert=text)
+
+
+class ServerStop(Module):
     """Stop whatever a PID file names: TERM to its process group, a grace period, then KILL.
 
     `expect` (optional) is a piece of the command line the process must have,
@@ -284,29 +280,17 @@ class ServerStop(LegacyModule):
     """
 
     name = "server_stop"
-    args = {"pidfile", "grace", "expect"}
+    Args = ServerStopArgs
+    fact = PidFileProcess()
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        if not args.get("pidfile"):
-            raise PlaybookError("server_stop: 'pidfile' is required", where=where)
-        args.setdefault("grace", 10)
-        number(args, "grace", where, self.name, integer=True)
-
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        return PROCESS_PROBE.format(pidfile=q(args["pidfile"]), name="")
-
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        facts = fact.fields() if fact else {}
-        if "pid" not in facts:
+    def plan(self, args: ServerStopArgs, state: ProcessState | None, check: bool) -> Plan:
+        state = state or ProcessState()
+        if state.pid is None:
             return Plan(False, msg="no PID file")
-        expect = q(args.get("expect") or "")
-        script = (
-            STOP_FUNCTION + f"pctfleet_stop {q(args['pidfile'])} {int(args['grace'])} {expect}\n"
-        )
-        what = f"stop pid {facts['pid']}" if facts.get("alive") else "remove stale PID file"
+        what = f"stop pid {state.pid}" if state.alive else "remove stale PID file"
         return Plan(
             True,
-            script=script,
+            script=stop_script(args.pidfile, args.grace, args.expect or ""),
             msg=what,
-            diff={"path": args["pidfile"], "before": f"pid {facts['pid']}\n", "after": "stopped\n"},
+            diff={"path": args.pidfile, "before": f"pid {state.pid}\n", "after": "stopped\n"},
         )

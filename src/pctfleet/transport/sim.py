@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pctfleet.facts.kv import encode_lines
@@ -160,13 +159,6 @@ def build_sim_fleet(
 # -- converged facts ------------------------------------------------------------------
 
 
-@dataclass
-class _Container:
-    """What one converged container holds, as far as the tasks before know it."""
-
-    files: dict[str, bytes] = field(default_factory=dict)
-
-
 def converged_answers(prepared: Any, container: Any) -> Answer:
     """Answers for every probe snippet of `container`'s tasks, as if it were converged.
 
@@ -186,8 +178,7 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
         if container.key not in {c.key for c in members}:
             continue
         variables = container_vars(prepared.request.inventory, container, play, options.extra_vars)
-        state = _Container()
-        world = World(state.files)
+        world = World()
         tasks = select_tasks(play.tasks, options.tags, options.skip_tags) + list(play.handlers)
         for task in tasks:
             module = REGISTRY[task.module]
@@ -201,51 +192,9 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
             except Exception:  # noqa: BLE001 - needs a registered result: no probe to answer
                 continue
             snippet = module.probe(args, options.diff)
-            if snippet and module.fact is not None:
+            if snippet:  # a module that reads facts knows what they are where it is done
                 fields = module.fact.converged(args, world)
                 table[snippet_key(snippet)] = "".join(f"{k}={v}\n" for k, v in fields.items())
-            elif snippet:
-                table[snippet_key(snippet)] = converged_fact(task.module, args, state, options.diff)
     return lambda snippet: table.get(snippet_key(snippet))
 
 
-def converged_fact(module: str, args: dict[str, Any], state: _Container, diff: bool) -> str:
-    """What `module`'s probe prints on a container where the task is already done."""
-    if module == "pip":
-        return _pip_fact(args)
-    if module == "server_stop":
-        return ""  # no PID file
-    if module == "server":
-        return _server_fact(args, state)
-    raise ValueError(f"the simulation has no converged facts for module '{module}'")
-
-
-def _pip_fact(args: dict[str, Any]) -> str:
-    if args["state"] == "absent":
-        return "pkgs={}"
-    installed = {name: _a_version(spec) for _, name, spec in args["_reqs"]}
-    return "pkgs=" + json.dumps(installed, sort_keys=True)
-
-
-def _a_version(spec: str) -> str:
-    """A version that meets `spec`: the pinned one, or a lower bound."""
-    for clause in (c.strip() for c in spec.split(",")):
-        match = re.match(r"^(==|>=|~=)\s*([0-9][A-Za-z0-9.]*)$", clause)
-        if match:
-            return match.group(2)
-    return "1.0"
-
-
-def _server_fact(args: dict[str, Any], state: _Container) -> str:
-    if args["state"] == "stopped":
-        return ""  # no PID file
-    envsha = "none"
-    if args.get("env_file"):
-        # Written by an earlier task of the play, or (unknown here) by something else.
-        content = state.files.get(str(args["env_file"]), b"written outside the play")
-        envsha = hashlib.sha256(content).hexdigest()[:16]
-    lines = ["pid=4242", "alive=1", "ours=1", f"spec={args['_spec']}-{envsha}"]
-    lines.append(f"envfile_sha={envsha}")
-    if args.get("ready_url"):
-        lines.append(f"health={args['ready_status']}")
-    return "\n".join(lines)

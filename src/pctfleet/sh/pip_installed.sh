@@ -1,0 +1,10 @@
+# shellcheck shell=sh
+# Every distribution PYTHON sees, as one JSON fact `pkgs` (PEP 503 names); `venv=absent`
+# when there is no such python. PROGRAM is the reader (it prints through its own pf_kv).
+# inputs: PYTHON PROGRAM
+# uses: kv
+if command -v "$PYTHON" >/dev/null 2>&1; then
+  "$PYTHON" -c "$PROGRAM"
+else
+  pf_kv venv absent
+fi

@@ -1,0 +1,85 @@
+"""The server module's scripts, run for real with sh: launch, readiness, failure, stop."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+from pctfleet.facts import script as probe
+from pctfleet.modules.args import Context
+from pctfleet.modules.base import Fact
+from pctfleet.modules.server import Server, ServerStop
+
+SERVER = ["sh", "-c", 'echo "up ${GREETING:-}"; echo "$PCTFLEET_SERVER"; exec sleep 30']
+
+
+def sh(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+
+
+def read(snippet: str) -> Fact:
+    script = probe.build_script({"k": snippet})
+    out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=30)
+    return probe.parse_output(out.stdout, probe.nonce_of(script))["k"]
+
+
+def launch(tmp_path: Path, **given: object) -> tuple[object, subprocess.CompletedProcess]:
+    raw = {
+        "name": "t",
+        "command": SERVER,
+        "pidfile": str(tmp_path / "run" / "t.pid"),
+        "logfile": str(tmp_path / "log" / "t.log"),
+        "ready_log": "up",
+        "ready_timeout": 5,
+        **given,
+    }
+    args = Server().prepare(raw, Context(), "t")
+    return args, sh(Server().decide(args, None, False).script or "")
+
+
+def stop(pidfile: Path) -> None:
+    args = ServerStop().prepare({"pidfile": str(pidfile), "grace": 2}, Context(), "t")
+    plan = ServerStop().decide(args, read(ServerStop().probe(args, False)), False)
+    if plan.script:
+        sh(plan.script)
+
+
+def test_a_launch_sources_the_env_file_records_its_spec_and_is_then_converged(tmp_path):
+    env = tmp_path / "t.env"
+    env.write_text("GREETING=hello\n")
+    pidfile = tmp_path / "run" / "t.pid"
+    try:
+        args, done = launch(tmp_path, env_file=str(env))
+        assert done.returncode == 0, done.stderr
+        pid = done.stdout.strip().removeprefix("pid=")
+        assert pidfile.read_text().strip() == pid
+        assert (tmp_path / "log" / "t.log").read_text() == "up hello\nt\n"
+        envsha = hashlib.sha256(env.read_bytes()).hexdigest()[:16]
+        assert (tmp_path / "run" / "t.pid.spec").read_text() == f"{args.spec()}-{envsha}\n"
+        fact = read(Server().probe(args, False))
+        assert fact.fields()["ours"] == "1"
+        assert not Server().decide(args, fact, False).changed
+    finally:
+        stop(pidfile)
+    assert not pidfile.exists()
+    assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_a_fail_log_line_fails_the_launch_with_the_log_tail(tmp_path):
+    try:
+        _, done = launch(tmp_path, ready_log="never", fail_log=["nothing", "up"])
+        assert done.returncode == 1
+        assert done.stderr.startswith("server reported a failure; log tail:\nup \n"), done.stderr
+    finally:
+        stop(tmp_path / "run" / "t.pid")
+
+
+def test_a_server_not_ready_in_time_fails(tmp_path):
+    try:
+        _, done = launch(tmp_path, ready_log="never", ready_timeout=0.3)
+        assert done.returncode == 1
+        assert done.stderr.startswith("not ready after 0.3s; log tail:\n"), done.stderr
+    finally:
+        stop(tmp_path / "run" / "t.pid")
