@@ -7,7 +7,6 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from pctfleet import exitcodes
 from pctfleet.cuda.doctor import Diagnosis
 from pctfleet.textout import line
 
@@ -72,10 +71,3 @@ def _probe_and_findings(console: Console, item: Diagnosis) -> None:
 
 def to_json(diagnoses: list[Diagnosis]) -> str:
     return json.dumps({"containers": [d.as_json() for d in diagnoses]}, indent=2, default=str)
-
-
-def exit_code(diagnoses: list[Diagnosis]) -> int:
-    statuses = {d.status for d in diagnoses}
-    if statuses - {"ok", "problem"}:
-        return exitcodes.UNREACHABLE
-    return exitcodes.FAILED if "problem" in statuses else exitcodes.OK
