@@ -243,5 +243,5 @@ def default_playbook(playbook: Path) -> Path:
     """The default playbook is found in the working folder, else the one shipped with us."""
     if playbook != DEFAULT_PLAYBOOK or playbook.exists():
         return playbook
-    shipped = Path(__file__).resolve().parent / "data" / "playbooks" / "site.yml"
+    shipped = Path(__file__).resolve().parent.parent / "data" / "playbooks" / "site.yml"
     return shipped if shipped.exists() else playbook
