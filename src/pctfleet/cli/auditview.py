@@ -8,9 +8,10 @@ from rich.console import Console
 from rich.table import Table
 
 from pctfleet.cuda.audit import MATRIX, ContainerAudit, majority, summary
+from pctfleet.status import Status
 from pctfleet.textout import line
 
-STYLE = {"clean": "green", "drift": "bold yellow"}
+STYLE = {Status.CLEAN: "green", Status.DRIFT: "bold yellow"}
 
 
 def render(console: Console, audits: list[ContainerAudit]) -> None:

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pctfleet.cuda.doctor import Diagnosis
+from pctfleet.status import Status
 from pctfleet.textout import line
 
 MARK = {True: ("pass", "green"), False: ("FAIL", "bold red"), None: ("n/a", "dim")}
@@ -15,7 +16,7 @@ MARK = {True: ("pass", "green"), False: ("FAIL", "bold red"), None: ("n/a", "dim
 
 def render(console: Console, diagnoses: list[Diagnosis]) -> None:
     for item in diagnoses:
-        if item.status not in {"ok", "problem"}:
+        if item.status not in {Status.OK, Status.PROBLEM}:
             console.print(
                 line((f"{item.container}: {item.status}", "bold magenta"), f": {item.message}")
             )
