@@ -7,11 +7,11 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from pctfleet import exitcodes
 from pctfleet.cuda.audit import MATRIX, ContainerAudit, majority, summary
+from pctfleet.status import Status
 from pctfleet.textout import line
 
-STYLE = {"clean": "green", "drift": "bold yellow"}
+STYLE = {Status.CLEAN: "green", Status.DRIFT: "bold yellow"}
 
 
 def render(console: Console, audits: list[ContainerAudit]) -> None:
@@ -64,10 +64,3 @@ def to_json(audits: list[ContainerAudit]) -> str:
         },
         indent=2,
     )
-
-
-def exit_code(audits: list[ContainerAudit]) -> int:
-    statuses = {a.status for a in audits}
-    if statuses - {"clean", "drift"}:
-        return exitcodes.ERROR
-    return exitcodes.FAILED if "drift" in statuses else exitcodes.OK

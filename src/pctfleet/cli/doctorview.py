@@ -7,8 +7,8 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from pctfleet import exitcodes
 from pctfleet.cuda.doctor import Diagnosis
+from pctfleet.status import Status
 from pctfleet.textout import line
 
 MARK = {True: ("pass", "green"), False: ("FAIL", "bold red"), None: ("n/a", "dim")}
@@ -16,7 +16,7 @@ MARK = {True: ("pass", "green"), False: ("FAIL", "bold red"), None: ("n/a", "dim
 
 def render(console: Console, diagnoses: list[Diagnosis]) -> None:
     for item in diagnoses:
-        if item.status not in {"ok", "problem"}:
+        if item.status not in {Status.OK, Status.PROBLEM}:
             console.print(
                 line((f"{item.container}: {item.status}", "bold magenta"), f": {item.message}")
             )
@@ -72,10 +72,3 @@ def _probe_and_findings(console: Console, item: Diagnosis) -> None:
 
 def to_json(diagnoses: list[Diagnosis]) -> str:
     return json.dumps({"containers": [d.as_json() for d in diagnoses]}, indent=2, default=str)
-
-
-def exit_code(diagnoses: list[Diagnosis]) -> int:
-    statuses = {d.status for d in diagnoses}
-    if statuses - {"ok", "problem"}:
-        return exitcodes.UNREACHABLE
-    return exitcodes.FAILED if "problem" in statuses else exitcodes.OK

@@ -5,12 +5,21 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
-from pctfleet import exitcodes
+from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.options import (
+    Connection,
+    Forks,
+    Output,
+    Run,
+    Selection,
+    select_containers,
+    split_tags,
+)
 from pctfleet.cli.report import make_console
 from pctfleet.errors import InputError
 from pctfleet.run.batches import parse_serial
@@ -24,8 +33,114 @@ from pctfleet.run.rollout import (
     resume_state,
     write_start,
 )
+from pctfleet.status import exit_code
 from pctfleet.textout import line
 from pctfleet.transport.options import ConnectOptions
+
+
+@dataclass
+class Batches:
+    """How the rollout goes: batch sizes, when to stop, the health gate, a resume."""
+
+    serial: Annotated[
+        str,
+        typer.Option(
+            "--serial",
+            help="Batch sizes, Ansible style: 1, 25%, "
+            "or a list like 1,25%,100% (the last repeats).",
+        ),
+    ] = "1,25%"
+    max_fail_percent: Annotated[
+        float | None,
+        typer.Option(
+            "--max-fail-percent",
+            min=0,
+            max=100,
+            help="Stop when a batch's failures exceed this percent.",
+        ),
+    ] = None
+    any_errors_fatal: Annotated[
+        bool, typer.Option("--any-errors-fatal", help="Stop at the first failed container.")
+    ] = False
+    per_node: Annotated[
+        int | None,
+        typer.Option(
+            "--per-node",
+            min=1,
+            help="At most this many containers of one Proxmox node change at once.",
+        ),
+    ] = None
+    order: Annotated[
+        str, typer.Option("--order", help="spread: batches mix nodes; node: node by node.")
+    ] = "spread"
+    gate: Annotated[
+        bool, typer.Option("--gate/--no-gate", help="Verify each batch before the next starts.")
+    ] = True
+    gate_checks: Annotated[
+        str | None,
+        typer.Option(
+            "--gate-checks",
+            help="pytest -k expression selecting the gate's verify checks.",
+            show_default="the batch is converged, plus the checks of the stack parts "
+            "the playbook deploys",
+        ),
+    ] = None
+    gate_tests: Annotated[
+        list[Path] | None, typer.Option("--gate-tests", help="More check files for the gate.")
+    ] = None
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Continue rollout ID: skip "
+            "containers done (after checking they are still healthy).",
+        ),
+    ] = None
+
+
+@grouped(
+    sel=use(Selection, "inventory", "limit"),
+    batches=Batches,
+    run=use(Run, "tags", "skip_tags", "extra_vars"),
+    out=use(Output, "as_json", "journal_dir"),
+    conn=use(Connection, timeout=1800.0),
+)
+def rollout_command(
+    playbook: Annotated[
+        Path | None,
+        typer.Argument(help="Playbook to roll out (not with --resume).", show_default=False),
+    ] = None,
+    *,
+    sel: Selection,
+    batches: Batches,
+    run: Run,
+    forks: Forks = 10,
+    out: Output,
+    conn: Connection,
+) -> int:
+    """Roll a playbook across the fleet in batches, checking health between batches.
+
+    Example: pctfleet rollout playbooks/site.yml -i inventory/prod.yml --serial 1,25%
+    --max-fail-percent 10 --per-node 1
+
+    When it stops (failures over the threshold, a failed health gate, Ctrl-C),
+    containers not reached are untouched; the summary lists done, failed and
+    untouched containers, and --resume ID finishes the job. Exit 0 completed,
+    2 stopped on failures, 99 interrupted.
+    """
+    args = RolloutArgs(
+        playbook=playbook,
+        inventory=sel.inventory,
+        limit=sel.limit,
+        **{**asdict(batches), "gate_tests": batches.gate_tests or []},
+        tags=run.tags,
+        skip_tags=run.skip_tags,
+        extra_vars=run.extra_vars or [],
+        forks=forks,
+        as_json=out.as_json,
+        journal_dir=out.journal_dir,
+    )
+    return run_rollout(args, conn.options())
 
 
 @dataclass
@@ -152,7 +267,7 @@ def _verify(plan: RolloutPlan, args: RolloutArgs, keyword: str | None, with_extr
     return gate
 
 
-def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # noqa: ANN001
+def run_rollout(args: RolloutArgs, connect: ConnectOptions) -> int:
     done: list[str] = []
     if args.resume:
         args, done = _from_journal(args)
@@ -160,7 +275,7 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # n
         raise InputError("rollout needs a PLAYBOOK (or --resume ID)")
     if args.inventory is None:
         raise InputError("rollout needs -i INVENTORY")
-    inventory, containers = select(args.inventory, None, None, args.limit)
+    inventory, containers = select_containers(args.inventory, None, None, args.limit)
     plan = _plan(args, inventory, containers, connect)
     gate = verify_gate(plan, args) if args.gate else None
     journal = Journal(Path(args.journal_dir or "~/.local/state/pctfleet/rollouts"), args.resume)
@@ -171,18 +286,10 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions, select) -> int:  # n
     rollout = Rollout(plan, journal, gate, show)
     done = _still_healthy(rollout, done, containers)
     show({"kind": "rollout", "rollout_id": journal.run_id, "journal": str(journal.path)})
-    from pctfleet.run.signals import sigterm_as_interrupt
-
-    try:
-        with sigterm_as_interrupt():
-            result = rollout.run(done)
-    finally:
-        journal.close()
-    return _finish(result, args.as_json)
+    return _finish(rollout.run_journaled(done), args.as_json)
 
 
 def _plan(args: RolloutArgs, inventory: Any, containers: list, connect) -> RolloutPlan:  # noqa: ANN001
-    from pctfleet.cli.options import split_tags
     from pctfleet.inventory import parse_extra_vars
 
     options = RunOptions(
@@ -299,6 +406,4 @@ def _finish(result: RolloutResult, as_json: bool) -> int:
             console.print(line(f"  {label:9} {len(keys):3}  {' '.join(keys)}"))
         if result.stopped:
             console.print(line(f"  resume: pctfleet rollout --resume {result.rollout_id}"))
-    if result.stopped == "interrupted":
-        return exitcodes.INTERRUPTED
-    return exitcodes.FAILED if result.stopped or result.failed else exitcodes.OK
+    return exit_code("rollout", result.statuses())

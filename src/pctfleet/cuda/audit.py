@@ -177,6 +177,16 @@ def _baseline_items(now: dict[str, str], baseline: dict[str, str] | None) -> lis
     return items
 
 
+def judge_fleet(
+    runs: list[ContainerRun], baseline_file: Path, record: bool
+) -> tuple[list[ContainerAudit], int | None]:
+    """Judge each run against its baseline; `record`: against none, then save these
+    as the new baseline (and say how many were recorded)."""
+    recorded = {} if record else load_baseline(baseline_file)
+    audits = [judge(run, recorded.get(run.key)) for run in runs]
+    return audits, save_baseline(baseline_file, audits) if record else None
+
+
 def load_baseline(path: Path) -> dict[str, dict[str, str]]:
     path = Path(path).expanduser()
     if not path.exists():

@@ -9,14 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from pctfleet import exitcodes
+from pctfleet.status import Status
 from pctfleet.transport.base import Stdin, Target, TransportError
 
 
 @dataclass
 class ExecOutcome:
     container: str
-    status: str  # ok, failed, unreachable, ct-missing, ct-stopped, timeout
+    status: Status  # ok, failed or one of UNREACHED
     exit_code: int | None = None
     stdout: bytes = b""
     stderr: bytes = b""
@@ -93,7 +93,7 @@ def _run_one(target: Target, argv: Sequence[str], stdin: Stdin, plan: OutputPlan
         for sink in (out, err):
             if isinstance(sink, LinePrefixer):
                 sink.close()
-    status = "ok" if result.ok else "failed"
+    status = Status.OK if result.ok else Status.FAILED
     return ExecOutcome(
         target.name, status, result.exit_code, result.stdout, result.stderr, result.duration
     )
@@ -108,14 +108,3 @@ def run_exec(
     with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
         futures = [pool.submit(_run_one, t, argv, stdin, plan) for t in targets]
         return [future.result() for future in futures]
-
-
-def exit_code(outcomes: Sequence[ExecOutcome]) -> int:
-    """The command's own code for one container; otherwise a summary code."""
-    if len(outcomes) == 1 and outcomes[0].exit_code is not None:
-        return outcomes[0].exit_code
-    if any(o.status == "unreachable" for o in outcomes):
-        return exitcodes.UNREACHABLE
-    if any(o.status != "ok" for o in outcomes):
-        return exitcodes.FAILED
-    return exitcodes.OK

@@ -20,6 +20,8 @@ from pctfleet.playbook.templating import condition, names_reached, redact, rende
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.journal import Journal
 from pctfleet.run.results import ContainerRun, TaskResult
+from pctfleet.run.signals import sigterm_as_interrupt
+from pctfleet.status import SUCCESS
 from pctfleet.transport.connections import build_fleet
 from pctfleet.transport.options import ConnectOptions
 
@@ -140,13 +142,39 @@ def execute(
     targets = {c.key: t for c, t in zip(request.containers, fleet.targets, strict=True)}
     try:
         for play, containers in prepared.plays:
-            alive = [c for c in containers if runs[c.key].status in {"ok", "changed"}]
+            alive = [c for c in containers if runs[c.key].status in SUCCESS]
             _run_play(request, play, alive, targets, runs, journal, on_result)
     finally:
         fleet.close()
     for run in runs.values():
         run.finish_status()
     return list(runs.values())
+
+
+def execute_journaled(
+    prepared: PreparedRun,
+    journal: Journal,
+    on_result: Callable[[ContainerRun, TaskResult], None],
+    on_interrupt: Callable[[], None],
+) -> list[ContainerRun]:
+    """`execute`, journaled from start to close; SIGTERM stops it like Ctrl-C.
+
+    Interrupted, no new task starts; the journal says so and the interrupt goes on.
+    """
+    request = prepared.request
+    keys = [c.key for c in request.containers]
+    check = request.options.check
+    journal.write("start", playbook=str(request.playbook), containers=keys, check=check)
+    try:
+        with sigterm_as_interrupt():
+            return execute(prepared, journal, on_result)
+    except KeyboardInterrupt:
+        request.stop.set()
+        journal.write("interrupted")
+        on_interrupt()
+        raise
+    finally:
+        journal.close()
 
 
 def _play_containers(request: RunRequest, play: Any) -> list:

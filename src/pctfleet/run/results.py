@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pctfleet.transport.base import UNREACHED
+from pctfleet.status import UNREACHED, Status
 
 
 @dataclass
 class TaskResult:
     name: str
     module: str
-    status: str  # ok | changed | failed | skipped
+    status: Status  # ok | changed | failed | skipped
     msg: str = ""
     diff: dict | None = None
     duration: float = 0.0
@@ -22,7 +22,7 @@ class TaskResult:
 
     @property
     def changed(self) -> bool:
-        return self.status == "changed"
+        return self.status == Status.CHANGED
 
     def as_json(self) -> dict:
         return {
@@ -43,7 +43,7 @@ class ContainerRun:
     node: str
     ctid: int
     name: str | None = None
-    status: str = "ok"  # ok | changed | failed | unreachable | ct-missing | ct-stopped | timeout
+    status: Status = Status.OK  # ok, changed, failed, interrupted or one of UNREACHED
     message: str = ""
     remote_calls: int = 0
     duration: float = 0.0
@@ -65,9 +65,9 @@ class ContainerRun:
         return counts
 
     def finish_status(self) -> None:
-        if self.status in UNREACHED or self.status in {"failed", "interrupted"}:
+        if self.status in UNREACHED or self.status in {Status.FAILED, Status.INTERRUPTED}:
             return
-        self.status = "changed" if any(t.changed for t in self.tasks) else "ok"
+        self.status = Status.CHANGED if any(t.changed for t in self.tasks) else Status.OK
 
     def as_json(self) -> dict:
         return {
@@ -88,7 +88,7 @@ class ContainerRun:
 def summary(runs: list[ContainerRun]) -> dict[str, int]:
     counts = {"containers": len(runs), "ok": 0, "changed": 0, "failed": 0, "interrupted": 0}
     for status in UNREACHED:
-        counts[status] = 0
+        counts[str(status)] = 0
     for run in runs:
         counts[run.status] = counts.get(run.status, 0) + 1
     return counts

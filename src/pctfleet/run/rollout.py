@@ -19,10 +19,11 @@ from pctfleet.run.engine import RunOptions
 from pctfleet.run.journal import Journal, read
 from pctfleet.run.playbookrun import PreparedRun, RunRequest, execute, prepare
 from pctfleet.run.results import ContainerRun
+from pctfleet.run.signals import sigterm_as_interrupt
+from pctfleet.status import SUCCESS, Status
 from pctfleet.transport.options import ConnectOptions
 
 DEFAULT_DIR = Path("~/.local/state/pctfleet/rollouts")
-SUCCESS = ("ok", "changed")
 
 # A gate takes the batch's containers and says, per container key, (passed, why).
 Gate = Callable[[list], dict[str, tuple[bool, str]]]
@@ -54,6 +55,14 @@ class RolloutResult:
     batches: list[list[str]] = field(default_factory=list)
     stopped: str = ""  # why the rollout stopped early, "" when it completed
     runs: dict[str, ContainerRun] = field(default_factory=dict)
+
+    def statuses(self) -> list[Status]:
+        """The outcome for the exit-code policy: each container's, and why it stopped."""
+        words = [Status.OK] * len(self.done) + [Status.FAILED] * len(self.failed)
+        if self.stopped:
+            stop = self.stopped == Status.INTERRUPTED
+            words.append(Status.INTERRUPTED if stop else Status.FAILED)
+        return words
 
     def as_json(self) -> dict:
         return {
@@ -106,8 +115,8 @@ class Rollout:
         except KeyboardInterrupt:
             # Running tasks were let finish; what ran is recorded, the rest stays untouched.
             self.stop.set()
-            result.stopped = "interrupted"
-            self.event("rollout-stop", reason="interrupted")
+            result.stopped = Status.INTERRUPTED
+            self.event("rollout-stop", reason=Status.INTERRUPTED)
         touched = set(result.done) | set(result.failed)
         result.untouched = [c.key for c in todo if c.key not in touched]
         self.event(
@@ -118,6 +127,14 @@ class Rollout:
             stopped=result.stopped,
         )
         return result
+
+    def run_journaled(self, already_done: list[str] | None = None) -> RolloutResult:
+        """`run`, with SIGTERM stopping it like Ctrl-C; the journal is closed either way."""
+        try:
+            with sigterm_as_interrupt():
+                return self.run(already_done)
+        finally:
+            self.journal.close()
 
     def _request(self, containers: list) -> RunRequest:
         plan = self.plan
@@ -178,7 +195,7 @@ class Rollout:
     def _keep_going(self, index: int, size: int, failed: list, gate_failed: list) -> bool:
         plan, result = self.plan, self.result
         if self.stop.is_set():
-            result.stopped = "interrupted"
+            result.stopped = Status.INTERRUPTED
         elif gate_failed:
             result.stopped = f"health gate failed after batch {index}: {', '.join(gate_failed)}"
         elif failed and plan.any_errors_fatal:

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from pctfleet.status import UNREACHED
+
 Stdin = bytes | BinaryIO | None
 # How much of a stream moves at once.
 CHUNK = 64 * 1024
@@ -35,11 +37,6 @@ class RunResult:
 
     def text(self) -> str:
         return self.stdout.decode("utf-8", errors="replace")
-
-
-# The run recap's words for a container we never got to judge (commands did not
-# reach it, or did not finish): counted apart from failures everywhere.
-UNREACHED = ("unreachable", "ct-missing", "ct-stopped", "timeout")
 
 
 class TransportError(Exception):

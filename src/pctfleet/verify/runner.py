@@ -103,10 +103,6 @@ class VerifyResult:
             "summary": self.summary(),
         }
 
-    def exit_code(self) -> int:
-        passed = all(result.status == "passed" for result in self.containers)
-        return exitcodes.OK if passed and self.containers else exitcodes.ERROR
-
 
 # -- hosts and settings -----------------------------------------------------------------
 

@@ -1,0 +1,86 @@
+"""`pctfleet audit`: drift from the playbook and from a recorded baseline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.options import (
+    DEFAULT_PLAYBOOK,
+    Connection,
+    Forks,
+    Output,
+    Run,
+    Selection,
+    default_playbook,
+)
+from pctfleet.status import exit_code
+
+
+@dataclass
+class Baseline:
+    """The recorded fingerprints drift is also judged against."""
+
+    baseline: Annotated[
+        bool,
+        typer.Option("--baseline", help="Record each container's fingerprint as the new baseline."),
+    ] = False
+    baseline_file: Annotated[
+        Path, typer.Option("--baseline-file", help="Where baselines live.")
+    ] = Path("~/.local/state/pctfleet/baseline.json")
+
+
+@grouped(
+    sel=Selection,
+    run=use(Run, "tags", "skip_tags", "extra_vars"),
+    base=Baseline,
+    out=use(Output, "as_json"),
+    conn=Connection,
+)
+def audit_command(
+    *,
+    sel: Selection,
+    playbook: Annotated[Path, typer.Option("--playbook", "-p", help="Desired state.")] = (
+        DEFAULT_PLAYBOOK
+    ),
+    run: Run,
+    base: Baseline,
+    forks: Forks = 10,
+    out: Output,
+    conn: Connection,
+) -> int:
+    """Find drift: the playbook in check mode plus a fingerprint, one pct exec per container.
+
+    Example: pctfleet audit -i inventory/prod.yml
+
+    Each container gets the tasks that would change (expected vs actual) and,
+    once a baseline was recorded (--baseline), every version, link, overlay
+    hash or pip package that differs from it. A version matrix shows which
+    containers differ from the rest. Exit 0 no drift, 2 drift, 1 error
+    (an unreachable container is never reported clean).
+    """
+    from pctfleet.cli.auditview import render, to_json
+    from pctfleet.cli.report import make_console
+    from pctfleet.cuda import audit as drift
+    from pctfleet.run.playbookrun import RunRequest, execute, prepare
+
+    inv, containers = sel.select()
+    probes = {"fingerprint": drift.fingerprint_snippet}
+    options = run.run_options(check=True, diff=True, extra_probes=probes)
+    request = RunRequest(
+        default_playbook(playbook), inv, containers, conn.options(), options, forks
+    )
+    audits, recorded = drift.judge_fleet(
+        execute(prepare(request)), base.baseline_file, base.baseline
+    )
+    if recorded is not None:
+        typer.secho(f"baseline: recorded {recorded} container(s) in {base.baseline_file}", err=True)
+    if out.as_json:
+        typer.echo(to_json(audits))
+    else:
+        render(make_console(), audits)
+    return exit_code("audit", (a.status for a in audits))

@@ -1,0 +1,88 @@
+"""`pctfleet doctor`: why flashinfer's JIT would fail, container by container."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import typer
+
+from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.options import Connection, Forks, Output, Selection
+from pctfleet.status import exit_code
+
+
+@dataclass
+class Diagnose:
+    """What doctor looks at, and where (its own options)."""
+
+    local: Annotated[
+        bool, typer.Option("--local", help="Diagnose this machine instead (no SSH, no pct).")
+    ] = False
+    venv: Annotated[
+        str | None,
+        typer.Option(
+            "--venv", help="Serving venv.", show_default="the 'venv' var, else /opt/sglang"
+        ),
+    ] = None
+    arch: Annotated[
+        str | None,
+        typer.Option(
+            "--arch", help="Target arch, e.g. sm_120.", show_default="the GPU's, else sm_120"
+        ),
+    ] = None
+    cuda_toolkit: Annotated[
+        str | None,
+        typer.Option(
+            "--cuda-toolkit", help="Expected cuda-toolkit.", show_default="what torch pins"
+        ),
+    ] = None
+    env_file: Annotated[
+        str | None,
+        typer.Option(
+            "--env-file",
+            help="The server's environment file.",
+            show_default="the 'server_env_file' var",
+        ),
+    ] = None
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the compile probe.")] = False
+
+    def overrides(self) -> dict:
+        return {
+            "venv": self.venv,
+            "arch": self.arch,
+            "cuda_toolkit": self.cuda_toolkit,
+            "env_file": self.env_file,
+            "run_probe": not self.no_probe,
+        }
+
+
+@grouped(
+    sel=use(Selection, "host", "ct", "inventory", "limit"),
+    what=Diagnose,
+    out=use(Output, "as_json"),
+    conn=Connection,
+)
+def doctor_command(
+    *, sel: Selection, what: Diagnose, forks: Forks = 10, out: Output, conn: Connection
+) -> int:
+    """Why would flashinfer's JIT fail here? Checks every toolchain rule, compiles a probe.
+
+    Example: pctfleet doctor --host 10.1.2.6 --ct 200
+
+    Reports every component's version (pip metadata and binaries), each rule
+    with its evidence, the compile probe, known errors in the server's log, and
+    the one-line fix. Changes nothing. Exit 0 healthy, 2 a problem found,
+    3 unreachable.
+    """
+    from pctfleet.cli.doctorview import render, to_json
+    from pctfleet.cli.report import make_console
+    from pctfleet.cuda.doctor import run_doctor
+
+    inv, containers = (None, []) if what.local else sel.select()
+    diagnoses = run_doctor(inv, containers, conn.options(), what.overrides(), forks)
+    if out.as_json:
+        typer.echo(to_json(diagnoses))
+    else:
+        render(make_console(), diagnoses)
+    return exit_code("doctor", (d.status for d in diagnoses))

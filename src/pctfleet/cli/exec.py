@@ -1,0 +1,76 @@
+"""`pctfleet exec`: one command in many containers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.options import Connection, Output, Selection
+from pctfleet.run import adhoc
+from pctfleet.status import exit_code
+from pctfleet.textout import visible
+from pctfleet.transport.connections import build_fleet
+
+
+@grouped(sel=Selection, conn=Connection, out=use(Output, "as_json"))
+def exec_command(
+    command: Annotated[
+        list[str],
+        typer.Argument(help="The command and its arguments, after '--'.", show_default=False),
+    ],
+    sel: Selection,
+    conn: Connection,
+    forks: Annotated[int, typer.Option("--forks", "-f", min=1, help="Containers at once.")] = 10,
+    no_stdin: Annotated[
+        bool, typer.Option("--no-stdin", "-n", help="Do not forward stdin.")
+    ] = False,
+    *,
+    out: Output,
+) -> int:
+    """Run a command in containers, in parallel; arguments arrive exactly as given.
+
+    Example: pctfleet exec --host 10.1.2.6 --ct 200,201 -- nvidia-smi -L
+
+    One container: exits with the command's own exit code. Several: 0 if all
+    succeeded, 3 if a node was unreachable, 2 otherwise. Each container's
+    output lines are prefixed with node/ctid.
+    """
+    _, containers = sel.select()
+    fleet = build_fleet(containers, conn.options())
+    stdin = None if no_stdin or sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer
+    if stdin is not None and len(fleet.targets) > 1:
+        stdin = stdin.read()  # every container gets the same bytes
+    plan = _output_plan(out.as_json, len(fleet.targets))
+    try:
+        outcomes = adhoc.run_exec(fleet.targets, command, stdin, plan, forks)
+    finally:
+        fleet.close()
+    if out.as_json:
+        typer.echo(json.dumps(_document(outcomes, fleet), indent=2))
+    else:
+        for outcome in outcomes:
+            if outcome.message:
+                shown = visible(f"{outcome.container}: {outcome.status}: {outcome.message}")
+                typer.secho(shown, err=True, fg="red")
+    own = outcomes[0].exit_code if len(outcomes) == 1 else None
+    return exit_code("exec", (x.status for x in outcomes), own=own)
+
+
+def _document(outcomes: list[adhoc.ExecOutcome], fleet) -> dict:  # noqa: ANN001
+    statuses = {x.status for x in outcomes}
+    return {
+        "results": [x.as_json() for x in outcomes],
+        "summary": {s: sum(1 for x in outcomes if x.status == s) for s in statuses},
+        "connections": fleet.pool.connections_opened(),
+    }
+
+
+def _output_plan(as_json: bool, count: int) -> adhoc.OutputPlan:
+    if as_json:
+        return adhoc.OutputPlan("collect")
+    mode = "raw" if count == 1 else "prefix"
+    return adhoc.OutputPlan(mode, sys.stdout.buffer, sys.stderr.buffer)

@@ -1,0 +1,115 @@
+"""`pctfleet run` and `provision`: a playbook on containers, with a live report and a journal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pctfleet import exitcodes
+from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.options import (
+    DEFAULT_PLAYBOOK,
+    Connection,
+    Forks,
+    Lock,
+    Output,
+    Run,
+    Selection,
+    default_playbook,
+    fail,
+)
+from pctfleet.status import exit_code
+from pctfleet.textout import line
+
+
+@grouped(sel=Selection, run=Run, out=Output, lock=Lock, conn=Connection)
+def run_command(
+    playbook: Annotated[Path, typer.Argument(help="Playbook YAML.", show_default=False)],
+    *,
+    sel: Selection,
+    run: Run,
+    forks: Forks = 10,
+    out: Output,
+    lock: Lock,
+    conn: Connection,
+) -> int:
+    """Bring containers to the state a playbook declares.
+
+    Example: pctfleet run playbooks/site.yml -i inventory/prod.yml --check --diff
+
+    Exit codes: 0 success, 2 a task failed, 3 a container was unreachable
+    (node down, container missing or stopped, timeout), 4 bad inventory,
+    playbook or vars, 5 bad options, 99 interrupted.
+    """
+    return playbook_run("run", playbook, sel, run, out, lock, conn, forks)
+
+
+@grouped(
+    sel=use(Selection, "host", "ct", "inventory", "limit"),
+    run=Run,
+    out=Output,
+    lock=Lock,
+    conn=use(Connection, timeout=1800.0),
+)
+def provision_command(
+    sel: Selection,
+    playbook: Annotated[Path, typer.Option("--playbook", "-p", help="Playbook to run.")] = (
+        DEFAULT_PLAYBOOK
+    ),
+    *,
+    run: Run,
+    forks: Forks = 10,
+    out: Output,
+    lock: Lock,
+    conn: Connection,
+) -> int:
+    """Provision one container with the full GPU serving setup (playbooks/site.yml).
+
+    Example: provision --host 10.1.2.6 --ct 200
+
+    Same options and exit codes as 'pctfleet run'.
+    """
+    return playbook_run("provision", default_playbook(playbook), sel, run, out, lock, conn, forks)
+
+
+def playbook_run(
+    command: str,
+    playbook: Path,
+    sel: Selection,
+    run: Run,
+    out: Output,
+    lock: Lock,
+    conn: Connection,
+    forks: int,
+) -> int:
+    """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
+    from pctfleet.cli import report
+    from pctfleet.run.journal import Journal
+    from pctfleet.run.playbookrun import RunRequest, execute_journaled, prepare
+
+    if not playbook.is_file():
+        raise fail(f"playbook not found: {playbook}", exitcodes.BAD_OPTIONS)
+    inv, containers = sel.select()
+    options = run.run_options(lock_wait=lock.lock_wait, lock_lease=lock.lock_lease)
+    request = RunRequest(playbook, inv, containers, conn.options(), options, forks)
+    prepared = prepare(request)
+    journal = Journal(out.journal_dir)
+    options.run_id = journal.run_id
+    console = report.make_console(stderr=True)
+    live = report.LiveReport(console, out.verbose, show_diff=run.diff and not out.as_json)
+    mode = " (check mode)" if run.check else ""
+    console.print(line(f"run {journal.run_id}: {playbook} on {len(containers)} container(s){mode}"))
+
+    def interrupted() -> None:
+        console.print(
+            line(f"interrupted: no new tasks started; journal {journal.path}; rerun to finish")
+        )
+
+    runs = execute_journaled(prepared, journal, live.task, interrupted)
+    if out.as_json:
+        typer.echo(report.document(runs, journal.run_id, {"journal": str(journal.path)}))
+    else:
+        report.recap(console, runs, journal.run_id)
+    return exit_code(command, (r.status for r in runs))

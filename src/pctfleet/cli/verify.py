@@ -1,0 +1,86 @@
+"""`pctfleet verify`: testinfra checks of each container's end state, over pct."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.options import Connection, Forks, Output, Run, Selection, fail
+from pctfleet.status import exit_code
+
+
+@dataclass
+class Checks:
+    """Which checks run, and where their report goes."""
+
+    tests: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--tests", help="More test files or folders (testinfra, the 'host' fixture); repeat."
+        ),
+    ] = None
+    keyword: Annotated[
+        str | None,
+        typer.Option("--keyword", "-k", help="Select checks like pytest -k, e.g. 'server'."),
+    ] = None
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Also write pytest's JUnit XML to this file.")
+    ] = None
+
+
+@grouped(
+    sel=Selection,
+    checks=Checks,
+    run=use(Run, "extra_vars"),
+    out=use(Output, "as_json"),
+    conn=use(Connection, timeout=120.0),
+)
+def verify_command(
+    *,
+    sel: Selection,
+    checks: Checks,
+    run: Run,
+    forks: Forks = 10,
+    out: Output,
+    conn: Connection,
+) -> int:
+    """Prove each container's end state with testinfra checks over pct (changes nothing).
+
+    Example: pctfleet verify -i inventory/prod.yml -k server
+
+    Checks the matched toolchain, the links, the CCCL overlay, the JIT cache
+    and the server (PID, port, /health), with each container's inventory vars
+    (venv, server_port, ...; -e overrides them).
+    Exit 0 when every check passed in every container, 1 otherwise (a failed
+    check, or a container unreachable, missing or stopped), 4 unloadable
+    tests, 5 bad options.
+    """
+    from rich.console import Console
+
+    from pctfleet.inventory import parse_extra_vars
+    from pctfleet.verify.runner import VerifyRequest, VerifyUsageError, render, run_verify, to_json
+
+    inv, containers = sel.select()
+    request = VerifyRequest(
+        inv,
+        containers,
+        conn.options(),
+        tests=list(checks.tests or []),
+        keyword=checks.keyword,
+        junit=checks.junit,
+        forks=forks,
+        extra_vars=parse_extra_vars(run.extra_vars),
+    )
+    try:
+        result = run_verify(request)
+    except VerifyUsageError as exc:
+        raise fail(str(exc), exc.code) from None
+    if out.as_json:
+        typer.echo(to_json(result))
+    else:
+        render(Console(soft_wrap=True), result)
+    return exit_code("verify", (c.status for c in result.containers))
