@@ -21,7 +21,7 @@ from pctfleet.transport.sim import (
     answer_probe,
     build_sim_fleet,
     converged_answers,
-    converged_fact,
+    converged_reading,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -194,8 +194,13 @@ def test_the_benchmark_playbook_is_modelled(tmp_path):
 
 
 def test_a_module_without_a_model_is_refused():
-    with pytest.raises(ValueError, match="cuda_toolchain"):
-        converged_fact("cuda_toolchain", {}, None, False)  # type: ignore[arg-type]
+    from pctfleet.modules.base import FactReader, World
+
+    class Unmodelled:
+        fact = FactReader()
+
+    with pytest.raises(ValueError, match="'mystery'"):
+        converged_reading("mystery", Unmodelled(), None, World())
 
 
 def test_a_converged_copy_leaves_its_content_for_later_tasks(tmp_path):

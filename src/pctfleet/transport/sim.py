@@ -159,6 +159,15 @@ def build_sim_fleet(
 # -- converged facts ------------------------------------------------------------------
 
 
+def converged_reading(name: str, module: Any, args: Any, world: Any) -> str:
+    """What `module`'s probe prints where its task is already done: its fact says."""
+    try:
+        fields = module.fact.converged(args, world)
+    except (AttributeError, NotImplementedError):
+        raise ValueError(f"the simulation has no converged facts for module '{name}'") from None
+    return "".join(f"{key}={value}\n" for key, value in fields.items())
+
+
 def converged_answers(prepared: Any, container: Any) -> Answer:
     """Answers for every probe snippet of `container`'s tasks, as if it were converged.
 
@@ -192,9 +201,8 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
             except Exception:  # noqa: BLE001 - needs a registered result: no probe to answer
                 continue
             snippet = module.probe(args, options.diff)
-            if snippet:  # a module that reads facts knows what they are where it is done
-                fields = module.fact.converged(args, world)
-                table[snippet_key(snippet)] = "".join(f"{k}={v}\n" for k, v in fields.items())
+            if snippet:
+                table[snippet_key(snippet)] = converged_reading(task.module, module, args, world)
     return lambda snippet: table.get(snippet_key(snippet))
 
 
