@@ -129,8 +129,10 @@ def test_forged_jit_cache_stamps(tmp_path):
     for index, folder in enumerate(args.folders):
         Path(folder).mkdir(parents=True)
         Path(folder, STAMP).write_text(f"old\nstamp{index}={toolchain}\n{fake_end()}\n")
+    Path(args.folders[0], "kernel.so").write_text("")
     fact = run(module.probe(args, False))
     assert fact.fields()["stamp0"].startswith("old\n")
+    assert fact.fields()["entries0"] == "1"  # the stamp is not an entry
     assert decide(module, args, fact).changed
     for folder in args.folders:  # the real stamp is honoured
         Path(folder, STAMP).write_text(toolchain + "\n")
