@@ -20,24 +20,32 @@ from pctfleet.errors import PlaybookError
 from pctfleet.facts import script as probe
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact
-from pctfleet.modules.cccl import EXCHANGE, OVERLAY, CcclOverlay
+from pctfleet.modules.cccl import CcclOverlay
 from pctfleet.modules.command import Shell
 from pctfleet.modules.copy import Copy
 from pctfleet.modules.cudalinks import CudaLinks
-from pctfleet.modules.cudashell import preamble
 from pctfleet.modules.file import File
-from pctfleet.modules.jitcache import STAMP, FlashinferCache, cache_dirs
+from pctfleet.modules.jitcache import STAMP, FlashinferCache
 from pctfleet.modules.server import Server
 from pctfleet.modules.toolchain import CompileProbe
+from pctfleet.sh import snippet
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "pctfleet"
 
 
-def run(snippet: str) -> Fact:
+def run(text: str) -> Fact:
     """The snippet in a real probe script, its output framed and parsed as the engine does."""
-    script = probe.build_script({"k": snippet})
+    script = probe.build_script({"k": text})
     out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60)
     return probe.parse_output(out.stdout, probe.nonce_of(script)).get("k", Fact("", 1))
+
+
+def preamble(venv: Path) -> str:
+    return snippet("cuda_preamble", VENV=str(venv), CH_ARG="")
+
+
+def decide(module, args, reading):
+    return module.decide(args, reading, True)
 
 
 def fake_end() -> str:
@@ -66,7 +74,7 @@ def venv_tree(root: Path, python: str = "python3.13") -> tuple[Path, Path]:
 
 def test_cuda_home_is_found_in_a_python313_venv(tmp_path):
     venv, ch = venv_tree(tmp_path)
-    fact = run(preamble({"venv": str(venv)}) + 'pf_kv ch "$CH"')
+    fact = run(preamble(venv) + 'pf_kv ch "$CH"')
     assert fact.fields() == {"ch": str(ch)}
     text = run(toolchain_snippet(str(venv))).output
     assert parse_toolchain(text).cuda_home == str(ch)
@@ -80,7 +88,7 @@ def test_two_site_packages_ask_the_venvs_own_python(tmp_path):
     python = venv / "bin" / "python"
     python.write_text(f"#!/bin/sh\necho {ch.parent.parent}\n")
     python.chmod(0o755)
-    fact = run(preamble({"venv": str(venv)}) + 'pf_kv ch "$CH"')
+    fact = run(preamble(venv) + 'pf_kv ch "$CH"')
     assert fact.fields() == {"ch": str(ch)}
 
 
@@ -116,36 +124,41 @@ def test_forged_server_pid_file_and_spec(tmp_path):
 
 def test_forged_jit_cache_stamps(tmp_path):
     venv, _ = venv_tree(tmp_path)
-    args = {"venv": str(venv), "home": str(tmp_path / "home")}
-    toolchain = run(FlashinferCache().probe(args, False)).fields()["toolchain"]
-    for index, folder in enumerate(cache_dirs(args)):
+    module = FlashinferCache()
+    args = module.prepare({"venv": str(venv), "home": str(tmp_path / "home")}, Context(), "t")
+    toolchain = run(module.probe(args, False)).fields()["toolchain"]
+    for index, folder in enumerate(args.folders):
         Path(folder).mkdir(parents=True)
         Path(folder, STAMP).write_text(f"old\nstamp{index}={toolchain}\n{fake_end()}\n")
-    fact = run(FlashinferCache().probe(args, False))
+    Path(args.folders[0], "kernel.so").write_text("")
+    fact = run(module.probe(args, False))
     assert fact.fields()["stamp0"].startswith("old\n")
-    assert FlashinferCache().plan(args, fact, True).changed
-    for folder in cache_dirs(args):  # the real stamp is honoured
+    assert fact.fields()["entries0"] == "1"  # the stamp is not an entry
+    assert decide(module, args, fact).changed
+    for folder in args.folders:  # the real stamp is honoured
         Path(folder, STAMP).write_text(toolchain + "\n")
-    assert not FlashinferCache().plan(args, run(FlashinferCache().probe(args, False)), True).changed
+    assert not decide(module, args, run(module.probe(args, False))).changed
 
 
 def test_forged_compile_probe_stamp(tmp_path):
     venv, ch = venv_tree(tmp_path)
-    args = {"venv": str(venv), "arch": "sm_120"}
-    toolchain = run(CompileProbe().probe(args, False)).fields()["toolchain"]
+    module = CompileProbe()
+    args = module.prepare({"venv": str(venv), "arch": "sm_120"}, Context(), "t")
+    toolchain = run(module.probe(args, False)).fields()["toolchain"]
     (ch / ".pctfleet-probe").write_text(f"x\nstamp={toolchain} sm_120 ok\n")
-    assert CompileProbe().plan(args, run(CompileProbe().probe(args, False)), True).changed
+    assert decide(module, args, run(module.probe(args, False))).changed
     (ch / ".pctfleet-probe").write_text(f"{toolchain} sm_120 ok\n")
-    assert not CompileProbe().plan(args, run(CompileProbe().probe(args, False)), True).changed
+    assert not decide(module, args, run(module.probe(args, False))).changed
 
 
 def test_forged_cuda_links(tmp_path):
     venv, ch = venv_tree(tmp_path)
-    args = {"venv": str(venv), "fallback_stub": True}
+    module = CudaLinks()
+    args = module.prepare({"venv": str(venv), "fallback_stub": True}, Context(), "t")
     (ch / "lib64").symlink_to("elsewhere\nlib64=lib")
-    fact = run(CudaLinks().probe(args, False))
+    fact = run(module.probe(args, False))
     assert fact.fields()["lib64"] == "elsewhere\nlib64=lib"
-    assert CudaLinks().plan(args, fact, True).changed
+    assert decide(module, args, fact).changed
 
 
 def test_forged_file_link_target(tmp_path):
@@ -203,16 +216,16 @@ def cccl_source(root: Path) -> Path:
 def test_cccl_manifest_is_valid_json_for_any_source_path(tmp_path):
     venv, ch = venv_tree(tmp_path)
     (ch / "include").mkdir()
-    args = {"venv": str(venv), "source": str(cccl_source(tmp_path))}
-    CcclOverlay().validate(args, "t")
     module = CcclOverlay()
-    assert module.plan(args, run(module.probe(args, False)), True).changed
-    done = subprocess.run(["sh", "-c", module._head(args) + EXCHANGE + OVERLAY],
-                          capture_output=True, text=True)  # fmt: skip
+    raw = {"venv": str(venv), "source": str(cccl_source(tmp_path))}
+    args = module.prepare(raw, Context(), "t")
+    plan = decide(module, args, run(module.probe(args, False)))
+    assert plan.changed
+    done = subprocess.run(["sh", "-c", plan.script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     manifest = json.loads((ch / "include/cccl/.pctfleet-overlay.json").read_text())
-    assert manifest["source"] == args["source"] and manifest["cccl_version"] == "3.1.2"
-    again = module.plan(args, run(module.probe(args, False)), True)
+    assert manifest["source"] == raw["source"] and manifest["cccl_version"] == "3.1.2"
+    again = decide(module, args, run(module.probe(args, False)))
     assert not again.changed, again.diff
 
 
@@ -222,7 +235,8 @@ def test_forged_cccl_manifest_is_not_a_fact(tmp_path):
     dst.mkdir(parents=True)
     forged = f'{{"tree_hash": "x"}}\n{fake_end()}\nsource_version=3.1.2\n'
     (dst / ".pctfleet-overlay.json").write_text(forged)
-    fact = run(CcclOverlay().probe({"venv": str(venv), "source": str(tmp_path / "none")}, False))
+    raw = {"venv": str(venv), "source": str(tmp_path / "none")}
+    fact = run(CcclOverlay().probe(CcclOverlay().prepare(raw, Context(), "t"), False))
     assert fact.fields()["manifest"] == forged.rstrip("\n")
     assert "source_version" not in fact.fields()
 
@@ -239,7 +253,7 @@ def test_env_file_keys_must_be_shell_names(key):
 
 def test_the_lookup_survives_set_e_without_a_venv(tmp_path):
     """Change scripts run `set -e`: finding nothing is not an error."""
-    script = "set -e\n" + preamble({"venv": str(tmp_path / "none")}) + 'echo "CH=$CH"'
+    script = "set -e\n" + preamble(tmp_path / "none") + 'echo "CH=$CH"'
     done = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("CH=" + str(tmp_path / "none")), done
 

@@ -5,62 +5,111 @@ the compiler, runtime, links or CCCL its cached objects are reused wrongly.
 Each cache folder gets a stamp with the toolchain id it was cleared for; when
 the id changes, the server is stopped (by its PID file) and the folders are
 cleared. This survives interrupted runs, unlike a handler that was never run.
+The shell is in sh/flashinfer_cache*.sh.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from pctfleet.modules.base import Fact, LegacyModule, Plan, number, q
-from pctfleet.modules.cudashell import preamble
-from pctfleet.modules.server import STOP_FUNCTION
+from pctfleet.modules.args import arg, text
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, number
+from pctfleet.modules.toolchain import CudaArgs
+from pctfleet.sh import snippet
 
 STAMP = ".pctfleet-toolchain"
 
 
-def cache_dirs(args: dict[str, Any]) -> list[str]:
+def folders(home: str | None, workspace_base: str | None) -> list[str]:
     """Both places flashinfer caches: its own default and SGLang's workspace base."""
-    home = str(args.get("home") or "/root").rstrip("/")
+    home = str(home or "/root").rstrip("/")
     dirs = [f"{home}/.cache/flashinfer", f"{home}/.cache/sglang/.cache/flashinfer"]
-    if args.get("workspace_base"):
-        dirs.append(f"{str(args['workspace_base']).rstrip('/')}/.cache/flashinfer")
+    if workspace_base:
+        dirs.append(f"{str(workspace_base).rstrip('/')}/.cache/flashinfer")
     return list(dict.fromkeys(dirs))
 
 
-class FlashinferCache(LegacyModule):
+def cache_dirs(settings: Mapping[str, Any]) -> list[str]:
+    """`folders` of a mapping with `home` and `workspace_base` (audit's settings)."""
+    return folders(settings.get("home"), settings.get("workspace_base"))
+
+
+def whole_seconds(value: Any, where: str) -> int:
+    number({"stop_grace": value}, "stop_grace", where, "flashinfer_cache", integer=True)
+    return int(value)
+
+
+@dataclass(frozen=True)
+class CacheArgs(CudaArgs):
+    module: ClassVar[str] = "flashinfer_cache"
+    home: str | None = arg(None, convert=text)
+    workspace_base: str | None = arg(None, convert=text)
+    server_pidfile: str | None = arg(None, convert=text)
+    stop_grace: int = arg(30, convert=whole_seconds)
+
+    @property
+    def folders(self) -> list[str]:
+        return folders(self.home, self.workspace_base)
+
+
+@dataclass(frozen=True)
+class CacheState:
+    """The toolchain id now, and by folder index (args.folders) its stamp and entry count."""
+
+    toolchain: str = ""
+    stamps: Mapping[int, str] = field(default_factory=dict)
+    entries: Mapping[int, str] = field(default_factory=dict)
+
+
+class CacheFact(FactReader[CacheState]):
+    def command(self, args: CacheArgs, want_diff: bool) -> str:
+        inputs = {**args.cuda_inputs(), "STAMP": STAMP}
+        return snippet("flashinfer_cache_fact", argv=list(args.folders), **inputs)
+
+    def parse(self, reading: Fact) -> CacheState:
+        fields = reading.fields()
+        return CacheState(
+            toolchain=fields.get("toolchain", ""),
+            stamps=_numbered(fields, "stamp"),
+            entries=_numbered(fields, "entries"),
+        )
+
+    def converged(self, args: CacheArgs, world: World) -> dict[str, str]:
+        toolchain = "0123456789abcdef"
+        stamps = {f"stamp{i}": toolchain for i in range(len(args.folders))}
+        return {"toolchain": toolchain, **stamps}
+
+
+def _numbered(fields: Mapping[str, str], prefix: str) -> dict[int, str]:
+    """`stamp0`, `stamp1`... as {0: ..., 1: ...}."""
+    found = {}
+    for key, value in fields.items():
+        if key.startswith(prefix) and key[len(prefix) :].isdigit():
+            found[int(key[len(prefix) :])] = value
+    return found
+
+
+class FlashinferCache(Module):
     name = "flashinfer_cache"
-    args = {"venv", "cuda_home", "home", "workspace_base", "server_pidfile", "stop_grace"}
+    Args = CacheArgs
+    fact = CacheFact()
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        number(args, "stop_grace", where, self.name, integer=True)
-
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        lines = [preamble(args), 'pf_kv toolchain "$(pctfleet_toolchain_id "$VENV" "$CH")"']
-        for index, folder in enumerate(cache_dirs(args)):
-            lines.append(
-                f"[ -f {q(folder + '/' + STAMP)} ] && "
-                f'pf_kv stamp{index} "$(cat {q(folder + "/" + STAMP)})"'
-            )
-            lines.append(
-                f'[ -d {q(folder)} ] && pf_kv entries{index} "$(ls -A {q(folder)} | '
-                f"grep -vc '^{STAMP}$')\""
-            )
-        return "\n".join(lines)
-
-    def plan(self, args: dict[str, Any], fact: Fact | None, check: bool) -> Plan:
-        facts = fact.fields() if fact else {}
-        toolchain = facts.get("toolchain", "")
-        folders = cache_dirs(args)
-        stale = [f for i, f in enumerate(folders) if facts.get(f"stamp{i}") != toolchain]
+    def plan(self, args: CacheArgs, state: CacheState | None, check: bool) -> Plan:
+        state = state or CacheState()
+        toolchain, folders = state.toolchain, args.folders
+        stale = [f for i, f in enumerate(folders) if state.stamps.get(i) != toolchain]
         if not stale:
             return Plan(False, msg=f"cache matches toolchain {toolchain}")
-        objects = sum(int(facts.get(f"entries{i}", "0") or 0) for i in range(len(folders)))
+        counts = (state.entries.get(i, "0") for i in range(len(folders)))
+        objects = sum(int(count) for count in counts if count.isdigit())
         before = "".join(
-            f"{f}: toolchain {facts.get(f'stamp{i}', 'unknown')}\n" for i, f in enumerate(folders)
+            f"{f}: toolchain {state.stamps.get(i, 'unknown')}\n" for i, f in enumerate(folders)
         )
         return Plan(
             True,
-            script=self._script(args, stale),
+            script=_script(args, stale),
             msg=f"cleared {len(stale)} cache folder(s) ({objects} entries) for toolchain "
             f"{toolchain}",
             diff={
@@ -70,22 +119,10 @@ class FlashinferCache(LegacyModule):
             },
         )
 
-    @staticmethod
-    def _script(args: dict[str, Any], stale: list[str]) -> str:
-        lines = ["set -e", preamble(args), 'id=$(pctfleet_toolchain_id "$VENV" "$CH")']
-        if args.get("server_pidfile"):
-            # Never clear a cache under a running server: it would rebuild from a mix.
-            lines += [
-                STOP_FUNCTION,
-                f"pctfleet_stop {q(args['server_pidfile'])} {int(args.get('stop_grace', 30))} ''",
-            ]
-        for folder in stale:
-            old = q(folder + ".pctfleet-old")
-            lines += [
-                f"rm -rf {old}",
-                f"[ -d {q(folder)} ] && mv {q(folder)} {old}",
-                f"mkdir -p {q(folder)}",
-                f"rm -rf {old}",
-                f'echo "$id" > {q(folder + "/" + STAMP)}',
-            ]
-        return "\n".join(lines) + "\n"
+
+def _script(args: CacheArgs, stale: list[str]) -> str:
+    clear = snippet("flashinfer_cache", argv=list(stale), STAMP=STAMP, **args.cuda_inputs())
+    if not args.server_pidfile:
+        return clear
+    stop = snippet("flashinfer_cache_stop", PIDFILE=args.server_pidfile, GRACE=args.stop_grace)
+    return "set -e\n" + stop + clear

@@ -9,15 +9,18 @@ was patched by hand is found too.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from pctfleet.cuda.facts import parse_toolchain, toolchain_snippet
-from pctfleet.cuda.rules import check, expected_components
-from pctfleet.errors import PlaybookError
-from pctfleet.modules.base import Fact, LegacyModule, Plan, q
-from pctfleet.modules.cudashell import preamble
+from pctfleet.cuda.compile_probe import parse_probe, probe_script
+from pctfleet.cuda.facts import ToolchainFacts, major_minor, parse_toolchain, toolchain_snippet
+from pctfleet.cuda.known_errors import scan
+from pctfleet.cuda.rules import EXTRAS, arch_parts, check, expected_components
+from pctfleet.errors import PlaybookError, brief
+from pctfleet.modules.args import Args, arg, flag, text
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, World
+from pctfleet.sh import snippet
 
-EXTRAS = "nvcc,nvvm,crt,cudart,cccl"
 # What reinstalling the pinned set can repair; the other rules need the operator.
 REPAIRABLE = {
     "toolkit-pinned",
@@ -30,6 +33,8 @@ REPAIRABLE = {
 }
 NEEDS_OPERATOR = {"no-stray-headers", "arch-supported"}
 DEFAULT_TOOLKIT = "13.0.2"  # what torch 2.11 (cu130) pins; used when no torch is installed
+DEFAULT_VENV = "/opt/sglang"
+DEFAULT_ARCH = "sm_120"
 COMPONENT_WHEELS = (
     "nvidia-cuda-nvcc",
     "nvidia-nvvm",
@@ -39,61 +44,110 @@ COMPONENT_WHEELS = (
 )
 
 
-PINS_OF_TOOLKIT = """import importlib.metadata as m
-wanted = ("nvcc", "nvvm", "crt", "cudart", "cccl")
-pins = set()
-for req in m.requires("cuda-toolkit") or []:
-    spec, _, marker = req.partition(";")
-    if any(f"extra == '{extra}'" in marker for extra in wanted):
-        pins.add(spec.replace(" ", ""))
-print(" ".join(sorted(pins)))"""
+@dataclass(frozen=True)
+class CudaArgs(Args):
+    """What every CUDA module takes: the venv and, optionally, an explicit CUDA home."""
+
+    venv: str = arg(DEFAULT_VENV, convert=text)
+    cuda_home: str = arg("", convert=text)
+
+    def cuda_inputs(self) -> dict[str, str]:
+        """The inputs of the sh/ snippets that find $CH (lib/cuda_env.sh)."""
+        return {"VENV": self.venv or DEFAULT_VENV, "CH_ARG": self.cuda_home or ""}
 
 
 def env_file_prefix(path: str | None) -> str:
     """Read the server's environment first: stray include paths live there."""
-    if not path:
-        return ""
-    return f"if [ -f {q(path)} ]; then set -a; . {q(path)}; set +a; fi\n"
+    return snippet("source_env", ENV_FILE=path) + "\n" if path else ""
 
 
-def facts_snippet(args: dict[str, Any]) -> str:
-    return env_file_prefix(args.get("env_file")) + toolchain_snippet(
-        str(args.get("venv") or "/opt/sglang"), args.get("cuda_home") or None
-    )
+def toolkit_version(value: Any, where: str) -> str:
+    wanted = text(value, where) or "auto"
+    if wanted != "auto" and not all(p.isdigit() for p in wanted.split(".")):
+        raise PlaybookError(
+            f"cuda_toolchain: 'cuda_toolkit' must be a version like 13.0.2 "
+            f"or 'auto', got {wanted!r}",
+            where=where,
+        )
+    return wanted
 
 
-class CudaToolchain(LegacyModule):
+def gpu_arch(value: Any, where: str) -> str:
+    found = text(value, where)
+    if found and not arch_parts(found)[0]:
+        raise PlaybookError(
+            f"compile_probe: 'arch' must be a GPU architecture like sm_120 or 120f, "
+            f"got {brief(value)}",
+            where=where,
+        )
+    return found or DEFAULT_ARCH
+
+
+@dataclass(frozen=True)
+class ToolchainArgs(CudaArgs):
+    module: ClassVar[str] = "cuda_toolchain"
+    venv: str = arg(required=True, convert=text)
+    cuda_toolkit: str = arg("auto", convert=toolkit_version)
+    fallback_toolkit: str | None = arg(None, convert=text)
+    arch: str | None = arg(None, convert=text)
+    env_file: str | None = arg(None, convert=text)
+    build_tools: bool = arg(True, convert=flag)
+    extra_args: str | None = arg(None, convert=text)
+
+    def target(self, facts: ToolchainFacts) -> str:
+        """An explicit version, else the one torch pins, else the fallback."""
+        if self.cuda_toolkit != "auto":
+            return self.cuda_toolkit
+        return facts.torch_requires_cuda_toolkit or self.fallback
+
+    @property
+    def fallback(self) -> str:
+        return self.fallback_toolkit or DEFAULT_TOOLKIT
+
+
+class ToolchainFact(FactReader[ToolchainFacts]):
+    """Every toolchain fact (cuda/facts.py), read in the server's environment."""
+
+    def command(self, args: ToolchainArgs, want_diff: bool) -> str:
+        return env_file_prefix(args.env_file) + toolchain_snippet(
+            args.venv or DEFAULT_VENV, args.cuda_home or None
+        )
+
+    def parse(self, reading: Fact) -> ToolchainFacts:
+        return parse_toolchain(reading.output)
+
+    def converged(self, args: ToolchainArgs, world: World) -> dict[str, str]:
+        """The target release installed as its pinned set, with the build tools."""
+        target = args.cuda_toolkit if args.cuda_toolkit != "auto" else args.fallback
+        pins = expected_components(target)
+        nvcc = pins.get("nvidia-cuda-nvcc", target)
+        digits, _ = arch_parts(args.arch or DEFAULT_ARCH)
+        return {
+            "cuda_home": f"{args.venv}/nvidia/cu13",
+            "pip.cuda-toolkit": target,
+            **{f"pip.{name}": version for name, version in pins.items()},
+            "nvcc_version": nvcc,
+            "ptxas_version": nvcc,
+            "cicc_release": pins.get("nvidia-nvvm", nvcc),
+            "cudart_version": major_minor(nvcc) or "",
+            "gpu_archs": f"compute_90,compute_{digits}",
+            "cccl_version": "3.0.1",
+            "gxx_version": "13.3.0",
+            "python_h": "1",
+            "ninja_version": "1.11.1",
+            "ninja_on_path": "1",
+        }
+
+
+class CudaToolchain(Module):
     name = "cuda_toolchain"
-    args = {
-        "venv",
-        "cuda_home",
-        "cuda_toolkit",
-        "fallback_toolkit",
-        "arch",
-        "env_file",
-        "build_tools",
-        "extra_args",
-    }
+    Args = ToolchainArgs
+    fact = ToolchainFact()
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        if not args.get("venv"):
-            raise PlaybookError("cuda_toolchain needs 'venv'", where=where)
-        wanted = str(args.get("cuda_toolkit") or "auto")
-        if wanted != "auto" and not all(p.isdigit() for p in wanted.split(".")):
-            raise PlaybookError(
-                f"cuda_toolchain: 'cuda_toolkit' must be a version like 13.0.2 "
-                f"or 'auto', got {wanted!r}",
-                where=where,
-            )
-        args["cuda_toolkit"] = wanted
-
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        return facts_snippet(args)
-
-    def plan(self, args: dict[str, Any], fact: Fact | None, check_mode: bool) -> Plan:
-        facts = parse_toolchain(fact.output if fact else "")
-        target = self._target(args, facts)
-        results = check(facts, arch=args.get("arch"), expected_toolkit=target)
+    def plan(self, args: ToolchainArgs, state: ToolchainFacts | None, check_mode: bool) -> Plan:
+        facts = state or parse_toolchain("")
+        target = args.target(facts)
+        results = check(facts, arch=args.arch, expected_toolkit=target)
         blocking = [
             r
             for r in results
@@ -107,7 +161,7 @@ class CudaToolchain(LegacyModule):
             first = blocking[0]
             return Plan(False, failed=True, msg=f"{first.rule}: {first.evidence}; fix: {first.fix}")
         broken = [r for r in results if r.ok is False and r.rule in REPAIRABLE]
-        tools = self._missing_tools(facts, args)
+        tools = _missing_tools(facts, args)
         if not broken and not tools:
             return Plan(
                 False,
@@ -116,65 +170,46 @@ class CudaToolchain(LegacyModule):
             )
         reason = "; ".join(f"{r.rule}: {r.evidence}" for r in broken) or "build tools missing"
         pinned = not any(r.rule == "toolkit-pinned" for r in broken)
-        script = self._script(args, target, bool(broken), bool(broken) and pinned, tools)
-        return Plan(True, script=script, msg=reason, diff=self._diff(facts, target, tools))
+        script = _script(args, target, bool(broken), bool(broken) and pinned, tools)
+        return Plan(True, script=script, msg=reason, diff=_diff(facts, target, tools))
 
-    @staticmethod
-    def _target(args: dict[str, Any], facts: Any) -> str:
-        """An explicit version, else the one torch pins, else the fallback."""
-        if args["cuda_toolkit"] != "auto":
-            return args["cuda_toolkit"]
-        fallback = str(args.get("fallback_toolkit") or DEFAULT_TOOLKIT)
-        return facts.torch_requires_cuda_toolkit or fallback
 
-    @staticmethod
-    def _missing_tools(facts: Any, args: dict[str, Any]) -> list[str]:
-        if args.get("build_tools") is False:
-            return []
-        missing = []
-        if not facts.gxx_version:
-            missing.append("g++")
-        if not facts.python_h:
-            missing.append("python3-dev")
-        if not facts.ninja_version:
-            missing.append("ninja")
-        return missing
+def _missing_tools(facts: ToolchainFacts, args: ToolchainArgs) -> list[str]:
+    if not args.build_tools:
+        return []
+    missing = []
+    if not facts.gxx_version:
+        missing.append("g++")
+    if not facts.python_h:
+        missing.append("python3-dev")
+    if not facts.ninja_version:
+        missing.append("ninja")
+    return missing
 
-    def _script(
-        self, args: dict[str, Any], target: str, reinstall: bool, force: bool, tools: list
-    ) -> str:
-        py = q(f"{args['venv']}/bin/python")
-        pip = f"{py} -m pip install --no-input --disable-pip-version-check"
-        extra = " ".join(q(a) for a in str(args.get("extra_args") or "").split())
-        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive"]
-        apt = [t for t in tools if t in {"g++", "python3-dev"}]
-        if apt:
-            lines.append(
-                "apt-get update -q >/dev/null && apt-get install -y -q "
-                "--no-install-recommends " + " ".join(apt) + " >/dev/null"
-            )
-        if reinstall:
-            lines.append(f"{pip} {extra} {q(f'cuda-toolkit[{EXTRAS}]=={target}')}")
-        if force:
-            # Metadata already says "matched" but the files disagree: they were changed by
-            # hand. Reinstall exactly the component versions cuda-toolkit pins.
-            lines.append(f"pins=$({py} - <<'PCTFLEET_PY'\n{PINS_OF_TOOLKIT}\nPCTFLEET_PY\n)")
-            lines.append(f"{pip} {extra} --force-reinstall --no-deps $pins")
-        if "ninja" in tools:
-            lines.append(f"{pip} {extra} ninja")
-        return "\n".join(lines) + "\n"
 
-    @staticmethod
-    def _diff(facts: Any, target: str, tools: list) -> dict:
-        before = "".join(
-            f"{name}=={facts.versions.get(name, '(absent)')}\n"
-            for name in ("cuda-toolkit", *COMPONENT_WHEELS)
-        )
-        pins = expected_components(target)
-        after = f"cuda-toolkit=={target}\n" + "".join(f"{k}=={v}\n" for k, v in pins.items())
-        if tools:
-            after += "build tools: " + ", ".join(tools) + "\n"
-        return {"path": "CUDA toolchain", "before": before, "after": after}
+def _script(args: ToolchainArgs, target: str, reinstall: bool, force: bool, tools: list) -> str:
+    """sh/cuda_toolchain.sh: apt tools, the pinned set, a forced reinstall of its pins, ninja."""
+    return snippet(
+        "cuda_toolchain",
+        argv=(args.extra_args or "").split(),
+        PYTHON=f"{args.venv}/bin/python",
+        APT=" ".join(t for t in tools if t in {"g++", "python3-dev"}),
+        TOOLKIT=f"cuda-toolkit[{EXTRAS}]=={target}" if reinstall else "",
+        FORCE="1" if force else "",
+        NINJA="1" if "ninja" in tools else "",
+    )
+
+
+def _diff(facts: ToolchainFacts, target: str, tools: list) -> dict:
+    before = "".join(
+        f"{name}=={facts.versions.get(name, '(absent)')}\n"
+        for name in ("cuda-toolkit", *COMPONENT_WHEELS)
+    )
+    pins = expected_components(target)
+    after = f"cuda-toolkit=={target}\n" + "".join(f"{k}=={v}\n" for k, v in pins.items())
+    if tools:
+        after += "build tools: " + ", ".join(tools) + "\n"
+    return {"path": "CUDA toolchain", "before": before, "after": after}
 
 
 def _same_minor(version: str | None, other: str | None) -> bool:
@@ -184,7 +219,49 @@ def _same_minor(version: str | None, other: str | None) -> bool:
     return version.split(".")[:2] == other.split(".")[:2]
 
 
-class CompileProbe(LegacyModule):
+# -- compile_probe ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeArgs(CudaArgs):
+    module: ClassVar[str] = "compile_probe"
+    arch: str = arg(DEFAULT_ARCH, convert=gpu_arch)
+    force: bool = arg(False, convert=flag)
+
+
+@dataclass(frozen=True)
+class ProbeState:
+    """The toolchain id, the stamp a passing probe left, and where the headers are."""
+
+    toolchain: str = ""
+    stamp: str = ""
+    cuda_home: str = ""
+    fi_cccl: str | None = None  # flashinfer's bundled CCCL, when it is there
+
+
+class ProbeFact(FactReader[ProbeState]):
+    def command(self, args: ProbeArgs, want_diff: bool) -> str:
+        return snippet("compile_probe_fact", **args.cuda_inputs())
+
+    def parse(self, reading: Fact) -> ProbeState:
+        fields = reading.fields()
+        return ProbeState(
+            toolchain=fields.get("toolchain", ""),
+            stamp=fields.get("stamp", ""),
+            cuda_home=fields.get("cuda_home", ""),
+            fi_cccl=fields.get("fi_cccl") if fields.get("fi_present") else None,
+        )
+
+    def converged(self, args: ProbeArgs, world: World) -> dict[str, str]:
+        toolchain = "0123456789abcdef"
+        return {"toolchain": toolchain, "stamp": _stamp(toolchain, args), "cuda_home": "/ch"}
+
+
+def _stamp(toolchain: str, args: ProbeArgs) -> str:
+    return f"{toolchain} {args.arch} ok"
+
+
+class CompileProbe(Module):
     """Compile and link a CCCL+CUB kernel the way flashinfer's JIT does (no GPU needed).
 
     A passing probe leaves a stamp with the toolchain id and arch, so a
@@ -192,54 +269,25 @@ class CompileProbe(LegacyModule):
     """
 
     name = "compile_probe"
-    args = {"venv", "cuda_home", "arch", "force"}
+    Args = ProbeArgs
+    fact = ProbeFact()
 
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        from pctfleet.cuda.rules import arch_parts
-
-        if args.get("arch") and not arch_parts(str(args["arch"]))[0]:
-            raise PlaybookError(
-                f"compile_probe: 'arch' must be a GPU architecture like sm_120 or 120f, "
-                f"got {args['arch']!r}",
-                where=where,
-            )
-
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str:
-        return preamble(args) + (
-            'pf_kv toolchain "$(pctfleet_toolchain_id "$VENV" "$CH")"\n'
-            '[ -f "$CH/.pctfleet-probe" ] && pf_kv stamp "$(cat "$CH/.pctfleet-probe")"\n'
-            'FI="$(pctfleet_site "$VENV")/flashinfer/data/cccl"\n'
-            'pf_kv fi_cccl "$FI"\n'
-            '[ -d "$FI" ] && pf_kv fi_present 1\n'
-            'pf_kv cuda_home "$CH"\n'
-        )
-
-    def plan(self, args: dict[str, Any], fact: Fact | None, check_mode: bool) -> Plan:
-        facts = fact.fields() if fact else {}
-        arch = str(args.get("arch") or "sm_120")
-        stamp = f"{facts.get('toolchain')} {arch} ok"
-        if facts.get("stamp") == stamp and not args.get("force"):
-            return Plan(False, msg=f"probe passed for {arch} with this toolchain")
-        from pctfleet.cuda.compile_probe import probe_script
-
-        cccl = facts.get("fi_cccl") if facts.get("fi_present") else None
-        script = probe_script(facts.get("cuda_home", ""), arch, cccl, "/tmp")
-        record = (
-            f'\nprobe_rc=$?\nif [ "$probe_rc" -eq 0 ]; then echo {q(stamp)} > '
-            f"{q(facts.get('cuda_home', '/nonexistent') + '/.pctfleet-probe')}; fi\n"
-            "exit $probe_rc\n"
-        )
+    def plan(self, args: ProbeArgs, state: ProbeState | None, check_mode: bool) -> Plan:
+        state = state or ProbeState()
+        stamp = _stamp(state.toolchain or "None", args)
+        if state.stamp == stamp and not args.force:
+            return Plan(False, msg=f"probe passed for {args.arch} with this toolchain")
+        script = probe_script(state.cuda_home, args.arch, state.fi_cccl, "/tmp")
+        stamp_file = (state.cuda_home or "/nonexistent") + "/.pctfleet-probe"
+        record = snippet("compile_probe_stamp", STAMP=stamp, STAMP_FILE=stamp_file)
         return Plan(
             True,
-            script=f"(\n{script}\n)" + record,
-            msg=f"compiling for {arch}",
+            script=f"(\n{script}\n)\nPROBE_RC=$?\n{record}",
+            msg=f"compiling for {args.arch}",
             skip_in_check=True,
         )
 
-    def finish(self, args: dict[str, Any], plan: Plan, rc: int, out: str, err: str) -> dict:
-        from pctfleet.cuda.compile_probe import parse_probe
-        from pctfleet.cuda.known_errors import scan
-
+    def finish(self, args: ProbeArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
         probe = parse_probe(out)
         result = {
             "rc": rc,
@@ -249,9 +297,7 @@ class CompileProbe(LegacyModule):
             "log": probe.log,
         }
         if rc == 0:
-            result["msg"] = (
-                f"compiled and linked for {args.get('arch')} ({', '.join(probe.needed)})"
-            )
+            result["msg"] = f"compiled and linked for {args.arch} ({', '.join(probe.needed)})"
             return result
         findings = scan(probe.log + "\n" + err)
         result["failed"] = True

@@ -1,0 +1,29 @@
+# inputs: PYTHON APT TOOLKIT FORCE NINJA
+# shellcheck shell=sh
+# "$@": pip's extra arguments. APT: Debian packages to install ('' none); TOOLKIT: the
+# pinned set to install ('' none); FORCE=1: reinstall the components cuda-toolkit pins,
+# as they are (the files were changed by hand under matching metadata); NINJA=1: ninja.
+set -e
+export DEBIAN_FRONTEND=noninteractive
+pctfleet_pip() { "$PYTHON" -m pip install --no-input --disable-pip-version-check "$@"; }
+if [ -n "$APT" ]; then
+  # shellcheck disable=SC2086  # APT is a list of package names, one word each
+  apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $APT >/dev/null
+fi
+if [ -n "$TOOLKIT" ]; then pctfleet_pip "$@" "$TOOLKIT"; fi
+if [ -n "$FORCE" ]; then
+  pins=$("$PYTHON" - <<'PCTFLEET_PY'
+import importlib.metadata as m
+wanted = ("nvcc", "nvvm", "crt", "cudart", "cccl")
+pins = set()
+for req in m.requires("cuda-toolkit") or []:
+    spec, _, marker = req.partition(";")
+    if any(f"extra == '{extra}'" in marker for extra in wanted):
+        pins.add(spec.replace(" ", ""))
+print(" ".join(sorted(pins)))
+PCTFLEET_PY
+)
+  # shellcheck disable=SC2086  # $pins is a list of requirement words
+  pctfleet_pip "$@" --force-reinstall --no-deps $pins
+fi
+if [ -n "$NINJA" ]; then pctfleet_pip "$@" ninja; fi

@@ -1,0 +1,13 @@
+# inputs: VENV CH_ARG STAMP
+# uses: cuda_env toolchain_id
+# shellcheck shell=sh
+# "$@": the cache folders; their facts are numbered in that order (stamp0, entries0, ...).
+pctfleet_cuda_env "$VENV" "$CH_ARG"
+pf_kv toolchain "$(pctfleet_toolchain_id "$VENV" "$CH")"
+i=0
+for d in "$@"; do
+  [ -f "$d/$STAMP" ] && pf_kv "stamp$i" "$(cat "$d/$STAMP")"
+  [ -d "$d" ] && pf_kv "entries$i" \
+    "$(find "$d" -mindepth 1 -maxdepth 1 ! -name "$STAMP" -printf . | wc -c)"
+  i=$((i + 1))
+done
