@@ -93,17 +93,32 @@ def test_an_env_file_is_exported(tmp_path: Path) -> None:
     assert _run(script) == "/opt/x|b c\n"
 
 
-def test_libcuda_is_the_linker_cache_entry(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "entries",
+    [
+        ["(libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1", "(libc6) => /usr/lib32/x"],
+        ["(libc6) => /usr/lib32/libcuda.so.1", "(libc6,x86-64) => /usr/lib/x86_64-linux-gnu/x"],
+    ],
+    ids=["64-bit-first", "32-bit-first"],
+)
+def test_libcuda_is_the_64_bit_linker_cache_entry(tmp_path: Path, entries: list[str]) -> None:
     fake = tmp_path / "ldconfig"
-    fake.write_text(
-        "#!/bin/sh\necho '3 libs found in cache'\n"
-        "echo '\tlibcudart.so.13 (libc6,x86-64) => /opt/libcudart.so.13'\n"
-        "echo '\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1'\n"
-        "echo '\tlibcuda.so.1 (libc6) => /usr/lib32/libcuda.so.1'\n"
-    )
+    lines = ["3 libs found in cache", "\tlibcudart.so.13 (libc6,x86-64) => /opt/libcudart.so.13"]
+    lines += [f"\tlibcuda.so.1 {entry}" for entry in entries]
+    fake.write_text("#!/bin/sh\n" + "".join(f"printf '%b\\n' '{line}'\n" for line in lines))
     fake.chmod(0o755)
     script = f"PATH={tmp_path}:$PATH\n" + sh.library(["libcuda"]) + "pctfleet_libcuda\n"
-    assert _run(script) == "/usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+    assert _run(script).startswith("/usr/lib/x86_64-linux-gnu/")
+
+
+def test_pidfile_pid_is_the_number_alive_or_not(tmp_path: Path) -> None:
+    (tmp_path / "pid").write_text("999999999\n")
+    (tmp_path / "junk").write_text("12 ; rm -rf /\n")
+    script = sh.library(["pidfile"]) + "".join(
+        f'printf "%s|" "$(pctfleet_pidfile_pid {tmp_path}/{name})"\n'
+        for name in ("pid", "junk", "none")
+    )
+    assert _run(script) == "999999999|||"
 
 
 @pytest.fixture
