@@ -768,3 +768,14 @@ def test_a_stub_without_symbols_links_but_records_no_libcuda(real_probes):
     code, result = real_probes["empty-stub"]
     assert (code, result.link_ok) == (0, True)
     assert not result.records_libcuda
+
+
+def test_snippet_reads_the_env_file_first_and_keeps_its_own_inputs(tmp_path):
+    env_file = tmp_path / "sglang.env"
+    env_file.write_text("CUDA_HOME=/from/file\nCPATH='/a b'\nV=/clobbered\nCH=/clobbered\n")
+    env = {"PATH": "/usr/bin:/bin"}
+    snippet = toolchain_snippet(str(tmp_path / "venv"), None, env, str(env_file))
+    facts = parse_toolchain(run_snippet(snippet))
+    assert (facts.cuda_home, facts.cuda_home_from) == ("/from/file", "env")
+    assert facts.venv == str(tmp_path / "venv")
+    assert facts.env["CPATH"] == "/a b"

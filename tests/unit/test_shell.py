@@ -93,14 +93,63 @@ def test_an_env_file_is_exported(tmp_path: Path) -> None:
     assert _run(script) == "/opt/x|b c\n"
 
 
-def test_libcuda_is_the_linker_cache_entry(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "entries",
+    [
+        ["(libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1", "(libc6) => /usr/lib32/x"],
+        ["(libc6) => /usr/lib32/libcuda.so.1", "(libc6,x86-64) => /usr/lib/x86_64-linux-gnu/x"],
+    ],
+    ids=["64-bit-first", "32-bit-first"],
+)
+def test_libcuda_is_the_64_bit_linker_cache_entry(tmp_path: Path, entries: list[str]) -> None:
     fake = tmp_path / "ldconfig"
-    fake.write_text(
-        "#!/bin/sh\necho '3 libs found in cache'\n"
-        "echo '\tlibcudart.so.13 (libc6,x86-64) => /opt/libcudart.so.13'\n"
-        "echo '\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1'\n"
-        "echo '\tlibcuda.so.1 (libc6) => /usr/lib32/libcuda.so.1'\n"
-    )
+    lines = ["3 libs found in cache", "\tlibcudart.so.13 (libc6,x86-64) => /opt/libcudart.so.13"]
+    lines += [f"\tlibcuda.so.1 {entry}" for entry in entries]
+    fake.write_text("#!/bin/sh\n" + "".join(f"printf '%b\\n' '{line}'\n" for line in lines))
     fake.chmod(0o755)
     script = f"PATH={tmp_path}:$PATH\n" + sh.library(["libcuda"]) + "pctfleet_libcuda\n"
-    assert _run(script) == "/usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+    assert _run(script).startswith("/usr/lib/x86_64-linux-gnu/")
+
+
+def test_pidfile_pid_is_the_number_alive_or_not(tmp_path: Path) -> None:
+    (tmp_path / "pid").write_text("999999999\n")
+    (tmp_path / "junk").write_text("12 ; rm -rf /\n")
+    script = sh.library(["pidfile"]) + "".join(
+        f'printf "%s|" "$(pctfleet_pidfile_pid {tmp_path}/{name})"\n'
+        for name in ("pid", "junk", "none")
+    )
+    assert _run(script) == "999999999|||"
+
+
+@pytest.fixture
+def health_server():
+    """A server on 127.0.0.1 that answers /health 200 and anything else 503."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            ok = self.path == "/health"
+            self.send_response(200 if ok else 503)
+            self.end_headers()
+            self.wfile.write(b"fine\n" if ok else b"starting\nup")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_health_check_never_goes_through_a_proxy(health_server: str) -> None:
+    # A proxy that is not there: a check sent through it gets no answer.
+    proxy = "http_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 no_proxy= NO_PROXY="
+    script = f"export {proxy}\n" + sh.library(["http"])
+    script += f"pctfleet_http {health_server}/health\n"
+    script += f"pctfleet_http_get {health_server}/other 5\n"
+    script += "pctfleet_http http://127.0.0.1:9/health\n"
+    assert _run(script) == "200\n503\nstarting up\n0\n"

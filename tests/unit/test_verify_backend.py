@@ -11,11 +11,11 @@ import testinfra
 import testinfra.backend
 import yaml
 
-from pctfleet.facts.kv import KV_FUNCTION, decode_fields
+from pctfleet import sh
+from pctfleet.facts.kv import decode_fields
 from pctfleet.infra import (
     SERVER_ENV,
     Gathered,
-    env_file_values,
     verdict_cccl,
     verdict_health,
     verdict_jit,
@@ -347,7 +347,7 @@ def test_server_pid_needs_flashinfer_and_the_environment() -> None:
 def test_env_file_values_are_read_the_way_sh_sources_them(tmp_path: Path) -> None:
     env_file = tmp_path / "sglang.env"
     env_file.write_text("# written by pctfleet\nCUDA_HOME='/opt/a b'\nPATH='/nowhere'\n")
-    script = KV_FUNCTION + f"ENVFILE={env_file}\n" + env_file_values(SERVER_ENV)
+    script = sh.library(["envfile"]) + f"pctfleet_env_values {env_file} {' '.join(SERVER_ENV)}\n"
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True).stdout
     assert decode_fields(out) == {"file_CUDA_HOME": b64("/opt/a b")}
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from pctfleet.cuda.facts import parse_toolchain, toolchain_snippet
 from pctfleet.facts.kv import decode_fields
-from pctfleet.modules.base import q
 from pctfleet.modules.cccl import MANIFEST
 from pctfleet.modules.pip import LIST_INSTALLED
 from pctfleet.run.results import UNREACHED, ContainerRun
+from pctfleet.sh import snippet
 
 DEFAULT_BASELINE = Path("~/.local/state/pctfleet/baseline.json")
 MATRIX = ("nvcc", "nvvm", "runtime", "cccl", "torch", "flashinfer", "sglang", "driver")
@@ -33,23 +33,14 @@ PIP_KEYS = {
 
 
 def fingerprint_snippet(variables: dict) -> str:
-    """Everything a fingerprint holds, read in the audit's single probe."""
+    """Everything a fingerprint holds, read in the audit's single probe (sh/fingerprint.sh)."""
     venv = str(variables.get("venv", "/opt/sglang"))
-    python = q(venv + "/bin/python")
-    pidfile = q(variables.get("server_pidfile", "/run/pctfleet/sglang.pid"))
-    running = f'[ -f {pidfile} ] && kill -0 "$(cat {pidfile})" 2>/dev/null'
-    return "\n".join(
-        [
-            toolchain_snippet(venv),
-            f"if [ -x {python} ]; then {python} - <<'PCTFLEET_PY'",
-            LIST_INSTALLED,
-            "PCTFLEET_PY",
-            "fi",
-            # $CH: the toolchain snippet above found CUDA_HOME the way every task does.
-            f'm="$CH/include/cccl/{MANIFEST}"; [ -n "$CH" ] && [ -f "$m" ] && '
-            'pf_kv overlay "$(cat "$m")"',
-            f"if {running}; then pf_kv server running; else pf_kv server stopped; fi",
-        ]
+    return toolchain_snippet(venv) + snippet(
+        "fingerprint",
+        VENV=venv,
+        PIDFILE=variables.get("server_pidfile", "/run/pctfleet/sglang.pid"),
+        MANIFEST=MANIFEST,
+        LIST_INSTALLED=LIST_INSTALLED,
     )
 
 

@@ -16,8 +16,7 @@ from pctfleet.cuda.facts import PIP_NAMES, ToolchainFacts, parse_toolchain, tool
 from pctfleet.cuda.known_errors import Finding, scan
 from pctfleet.cuda.rules import RuleResult, check, verdict
 from pctfleet.facts import script as framing
-from pctfleet.modules.base import q
-from pctfleet.modules.toolchain import env_file_prefix
+from pctfleet.sh import snippet
 from pctfleet.transport.base import Target, TransportError
 
 LOG_LINES = 3000
@@ -118,11 +117,11 @@ def diagnose(target: Target, request: DoctorRequest) -> Diagnosis:
 
 def _read(target: Target, request: DoctorRequest) -> tuple[ToolchainFacts, str, dict]:
     """One call: toolchain facts, the server log's tail, the server's environment file."""
-    snippets = {"facts": env_file_prefix(request.env_file) + toolchain_snippet(request.venv)}
+    snippets = {"facts": toolchain_snippet(request.venv, env_file=request.env_file)}
     if request.server_log:
-        snippets["log"] = f"tail -n {LOG_LINES} {q(request.server_log)} | base64 -w0"
+        snippets["log"] = snippet("file_b64", FILE=request.server_log, TAIL_LINES=LOG_LINES)
     if request.env_file:
-        snippets["env"] = f"base64 -w0 < {q(request.env_file)}"
+        snippets["env"] = snippet("file_b64", FILE=request.env_file, TAIL_LINES="")
     output = framing.run_probe(target, snippets)
     facts = parse_toolchain(output["facts"].output if "facts" in output else "")
     return facts, _decoded(output.get("log")), _env_values(_decoded(output.get("env")))

@@ -8,7 +8,8 @@ Every fact the checks need is read by ONE script, in one call per container
 (`gather`); each check (`test_*.py`) judges its part with a function here
 that returns a `Verdict`. The shell pieces are the playbook modules' own
 (`pctfleet_toolchain_id`, `pctfleet_tree_hash`, the toolchain snippet), so
-verify computes exactly what provisioning recorded.
+verify computes exactly what provisioning recorded. The sections are
+src/pctfleet/sh/verify_*.sh.
 
     >>> verdict_jit(Gathered.parse({"jit": "toolchain=ab\\nstamp0=ab"}, ["/c"]))
     Verdict(ok=True, message='1 cache folder(s) stamped for toolchain ab')
@@ -26,12 +27,12 @@ from typing import Any
 from pctfleet.cuda.facts import ToolchainFacts, parse_toolchain, toolchain_snippet
 from pctfleet.cuda.rules import check as toolchain_rules
 from pctfleet.facts import script as framing
-from pctfleet.facts.kv import PY_KV, decode_pairs, encode_lines
-from pctfleet.modules.base import Fact, q
+from pctfleet.facts.kv import decode_pairs, encode_lines
+from pctfleet.modules.base import Fact
 from pctfleet.modules.cccl import MANIFEST, TREE_HASH
-from pctfleet.modules.cudashell import preamble
 from pctfleet.modules.jitcache import STAMP, cache_dirs
-from pctfleet.modules.toolchain import DEFAULT_TOOLKIT, env_file_prefix
+from pctfleet.modules.toolchain import DEFAULT_TOOLKIT
+from pctfleet.sh import snippet
 
 # The rules that make a toolchain "matched" (metadata and binaries agree).
 TOOLCHAIN_RULES = (
@@ -54,73 +55,6 @@ class Verdict:
 
 # -- the one script ---------------------------------------------------------------
 
-# Through lib64: that is the folder flashinfer's link line hard-codes.
-LINKS = r"""
-pf_kv cuda_home "$CH"
-for l in lib64 lib64/libcudart.so lib64/stubs/libcuda.so; do
-  p="$CH/$l"
-  [ -L "$p" ] && pf_kv "link:$l" "$(readlink "$p")"
-  [ -e "$p" ] && pf_kv "real:$l" "$(readlink -f "$p")"
-  [ -f "$p" ] && pf_kv "file:$l" 1
-  [ -d "$p" ] && pf_kv "dir:$l" 1
-done
-[ -f "$CH/lib/stubs/.pctfleet-fallback" ] && pf_kv fallback 1
-drv=$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 .*=> \(.*\)/\1/p' | head -n 1)
-[ -n "$drv" ] && pf_kv driver "$drv" && pf_kv driver_real "$(readlink -f "$drv")"
-"""
-
-CCCL = r"""
-DST="$CH/include/cccl"
-pf_kv dst "$DST"
-if [ -f "$DST/@MANIFEST@" ]; then
-  pf_kv manifest "$(base64 -w0 < "$DST/@MANIFEST@")"
-  pf_kv tree_hash "$(pctfleet_tree_hash "$DST")"
-fi
-[ -d "$DST" ] && pf_kv version "$(pctfleet_cccl_version "$DST")"
-"""
-
-# /proc only: a minbase container has no ss, netstat or curl.
-SERVER = r"""
-if [ -f "$PF" ]; then
-  pid=$(cat "$PF"); pf_kv pid "$pid"
-  case $pid in ''|*[!0-9]*) ;; *)
-    if [ -d "/proc/$pid" ]; then
-      pf_kv state "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1)"
-      pf_kv cmdline "$(base64 -w0 < "/proc/$pid/cmdline")"
-      pf_kv environ "$(base64 -w0 < "/proc/$pid/environ")"
-    fi ;;
-  esac
-fi
-hex=$(printf '%04X' "$PORT")
-for f in /proc/net/tcp /proc/net/tcp6; do
-  [ -r "$f" ] || continue
-  while read -r _sl local _rem st _q _t _r _u _o inode _rest; do
-    [ "$st" = 0A ] || continue
-    case $local in *:"$hex") ;; *) continue ;; esac
-    owner=$(find /proc/[0-9]*/fd -maxdepth 1 -lname "socket:\[$inode\]" 2>/dev/null |
-      head -n 1 | cut -d/ -f3)
-    sid=
-    [ -n "$owner" ] && sid=$(sed 's/.*) //' "/proc/$owner/stat" | cut -d' ' -f4)
-    pf_kv listen "$local $owner $sid"
-  done < "$f"
-done
-PYH=$(command -v python3 || echo "$VENV/bin/python")
-"$PYH" - "$URL" <<'PCTFLEET_PY'
-@PY_KV@
-import sys, urllib.error, urllib.request
-opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-try:
-    reply = opener.open(sys.argv[1], timeout=5)
-    status, body = reply.status, reply.read(200)
-except urllib.error.HTTPError as exc:
-    status, body = exc.code, exc.read(200)
-except Exception as exc:
-    status, body = 0, (str(exc) or type(exc).__name__).encode()
-pf_kv("health", status)
-pf_kv("health_body", body.decode("utf-8", "replace").replace("\n", " ")[:200])
-PCTFLEET_PY
-"""
-
 
 def health_url(settings: Mapping[str, str]) -> str:
     """Where the server answers from inside its container (site.yml's ready_url)."""
@@ -132,51 +66,24 @@ def health_url(settings: Mapping[str, str]) -> str:
     return f"http://{host}:{int(settings['server_port'])}/health"
 
 
-def env_file_values(names: tuple[str, ...]) -> str:
-    """What the env file sets `names` to, read the way the launch does: sourced by sh.
-
-    The file sets PATH too: ours is put back before any tool runs.
-    """
-    keep = [f'  [ -n "${{{n}+x}}" ] && pctfleet_{n}=${n}' for n in names]
-    show = [
-        f'  [ -n "${{pctfleet_{n}+x}}" ] && '
-        f'pf_kv file_{n} "$(printf %s "$pctfleet_{n}" | base64 -w0)"'
-        for n in names
-    ]
-    lines = [
-        'if [ -f "$ENVFILE" ]; then (',
-        "  pctfleet_path=$PATH",
-        f"  unset {' '.join(names)}",
-        '  . "$ENVFILE" >/dev/null 2>&1',
-        *keep,
-        "  PATH=$pctfleet_path",
-        *show,
-        ")",
-        "fi",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def gather_script(settings: Mapping[str, str]) -> str:
     """One sh script printing every fact the checks need, framed per section."""
     venv = str(settings["venv"])
     # Like the playbook's tasks: CUDA_HOME found from the venv, not given.
-    head = preamble({"venv": venv})
     folders = cache_dirs({"workspace_base": settings["flashinfer_workspace_base"]})
-    jit = ['pf_kv toolchain "$(pctfleet_toolchain_id "$VENV" "$CH")"']
-    for index, folder in enumerate(folders):
-        stamp = q(f"{folder}/{STAMP}")
-        jit.append(f'[ -f {stamp} ] && pf_kv stamp{index} "$(cat {stamp})"')
-    server_vars = (
-        f"PF={q(settings['server_pidfile'])}\nENVFILE={q(settings['server_env_file'])}\n"
-        f"PORT={int(settings['server_port'])}\nURL={q(health_url(settings))}\nVENV={q(venv)}\n"
-    )
+    server = {
+        "PF": settings["server_pidfile"],
+        "ENVFILE": settings["server_env_file"],
+        "PORT": int(settings["server_port"]),
+        "URL": health_url(settings),
+        "VENV": venv,
+    }
     sections = {
-        "toolchain": env_file_prefix(settings["server_env_file"]) + toolchain_snippet(venv),
-        "links": head + LINKS,
-        "cccl": head + TREE_HASH + CCCL.replace("@MANIFEST@", MANIFEST),
-        "jit": head + "\n".join(jit),
-        "server": server_vars + env_file_values(SERVER_ENV) + SERVER.replace("@PY_KV@", PY_KV),
+        "toolchain": toolchain_snippet(venv, env_file=settings["server_env_file"]),
+        "links": snippet("verify_links", VENV=venv),
+        "cccl": TREE_HASH + snippet("verify_cccl", VENV=venv, MANIFEST=MANIFEST),
+        "jit": snippet("verify_jit", argv=[f"{f}/{STAMP}" for f in folders], VENV=venv),
+        "server": snippet("verify_server", argv=list(SERVER_ENV), **server),
     }
     return framing.build_script(sections)
 

@@ -20,3 +20,12 @@ pctfleet_find_cuda_home() {  # venv [explicit]: sets $CH ('' when none) and $CH_
   if [ -n "$ch_site" ] && [ -d "$ch_site/nvidia/cu13" ]; then CH="$ch_site/nvidia/cu13"; fi
   return 0
 }
+pctfleet_cuda_home_target() {  # venv [explicit]: $CH as above, else where the wheels unpack
+  # Never '' (a change script must not write below /include), even before an install.
+  pctfleet_find_cuda_home "$1" "$2"
+  if [ -z "$CH" ]; then
+    CH=$(pctfleet_site "$1")
+    CH="${CH:-$1/lib/python3/site-packages}/nvidia/cu13"
+  fi
+  return 0
+}
