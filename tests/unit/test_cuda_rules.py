@@ -662,10 +662,12 @@ def test_probe_script_is_valid_posix_sh():
 
 
 def test_parse_probe_decodes_the_log():
-    text = "probe_compile=failed\nprobe_link=skipped\nprobe_log=bGluZSAxCmxpbmUgMgo=\n"
+    text = encode_lines("probe_compile=failed\nprobe_link=skipped") + (
+        "probe_log=bGluZSAxCmxpbmUgMgo=\n"  # pf_kv's encoding of the log
+    )
     result = parse_probe(text)
     assert (result.compile_ok, result.link_ok, result.log) == (False, False, "line 1\nline 2\n")
-    assert parse_probe("") == parse_probe("probe_compile=failed")
+    assert parse_probe("") == parse_probe(encode_lines("probe_compile=failed"))
 
 
 def test_probe_without_nvcc_fails_cleanly(tmp_path):

@@ -7,21 +7,20 @@ trip the nvcc/CUDART_VERSION check (a bare kernel does not); the link is what
 needs the lib64 links; the NEEDED entries show whether libcuda.so.1 is really
 recorded (a stub exporting nothing links, records nothing, fails at load).
 
-Example:
-    >>> parse_probe("probe_compile=ok\\nprobe_link=ok\\nneeded=libcudart.so.13,libc.so.6\\n")
-    ProbeResult(compile_ok=True, link_ok=True, needed=['libcudart.so.13', 'libc.so.6'], log='')
+Example (the probe prints through `pf_kv`, which `encode_lines` stands in for):
+    >>> parse_probe(encode_lines("probe_compile=ok\\nprobe_link=ok\\nneeded=libcudart.so.13"))
+    ProbeResult(compile_ok=True, link_ok=True, needed=['libcudart.so.13'], log='')
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pctfleet.cuda.facts import ENV_KEY
 from pctfleet.cuda.rules import arch_parts
+from pctfleet.facts.kv import decode_fields, encode_lines  # noqa: F401 - the docstring example
+from pctfleet.sh import q, snippet
 
 PROBE_SOURCE = r"""// pctfleet compile probe: flashinfer's JIT includes and link line, in miniature.
 #include <cuda/std/type_traits>
@@ -47,43 +46,6 @@ extern "C" int pctfleet_probe_launch(const int* in, int* out) {
   return static_cast<int>(cudaGetLastError());
 }
 """
-
-# Written by the script: `t` bounds each step, `fail` reports and exits.
-# The temp folder goes with the EXIT trap, also when a step is killed.
-_HELPERS = r"""
-t() { if command -v timeout >/dev/null 2>&1; then timeout 600 "$@"; else "$@"; fi; }
-logtail() { tail -n 30 "$D/log" | base64 -w0; echo; }
-needed() {
-  if command -v readelf >/dev/null 2>&1; then
-    readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'
-  elif command -v objdump >/dev/null 2>&1; then
-    objdump -p "$1" | sed -n 's/^ *NEEDED *//p'
-  fi
-}
-"""
-
-_COMPILE = r"""
-if t "$NVCC" @FLAGS@ -c "$D/probe.cu" -o "$D/probe.o" >"$D/log" 2>&1; then
-  echo "probe_compile=ok"
-else
-  echo "probe_compile=failed"
-  echo "probe_link=skipped"
-  printf 'probe_log=%s' "$(logtail)"
-  exit 1
-fi
-LD=$(command -v "${CXX:-c++}" || command -v g++ || echo "$NVCC")
-echo "probe_linker=$LD"
-if t "$LD" "$D/probe.o" -shared -L"$CH/lib64" -L"$CH/lib64/stubs" -lcudart -lcuda \
-    -o "$D/probe.so" >>"$D/log" 2>&1; then
-  echo "probe_link=ok"
-  echo "needed=$(needed "$D/probe.so" | tr '\n' ',' | sed 's/,*$//')"
-  exit 0
-fi
-echo "probe_link=failed"
-printf 'probe_log=%s' "$(logtail)"
-exit 1
-"""
-
 
 @dataclass
 class ProbeResult:
@@ -131,45 +93,27 @@ def probe_script(
     (CPATH, NVCC_*_FLAGS, CXX). Prints probe_compile, probe_link, needed and,
     on failure, probe_log (base64).
     """
-    flags = " ".join(shlex.quote(f) for f in compile_flags(cuda_home, arch, flashinfer_cccl))
-    lines = [_export(key, value) for key, value in (env or {}).items()]
-    lines += [
-        f"CH={shlex.quote(cuda_home.rstrip('/'))}",
-        'NVCC="$CH/bin/nvcc"',
-        f"W={shlex.quote(workdir)}",
-        _HELPERS,
-        'mkdir -p "$W" && D=$(mktemp -d "$W/pctfleet-probe.XXXXXX") || D=',
-        'if [ -z "$D" ]; then echo "probe_compile=failed"; echo "probe_link=skipped"; exit 1; fi',
-        "trap 'rm -rf \"$D\"' EXIT",
-        "trap 'exit 1' INT TERM HUP",
-        "cat >\"$D/probe.cu\" <<'PCTFLEET_PROBE_CU'",
-        PROBE_SOURCE.rstrip("\n"),
-        "PCTFLEET_PROBE_CU",
-        _COMPILE.replace("@FLAGS@", flags),
-    ]
-    return "\n".join(lines)
+    exports = "".join(_export(key, value) + "\n" for key, value in (env or {}).items())
+    flags = compile_flags(cuda_home, arch, flashinfer_cccl)
+    source = PROBE_SOURCE.rstrip("\n")
+    return exports + snippet(
+        "compile_probe", argv=flags, CH=cuda_home.rstrip("/"), W=workdir, SOURCE=source
+    )
 
 
 def _export(key: str, value: str) -> str:
     if not ENV_KEY.match(key):
         raise ValueError(f"not an environment variable name: {key!r}")
-    return f"export {key}={shlex.quote(str(value))}"
+    return f"export {key}={q(value)}"
 
 
 def parse_probe(text: str) -> ProbeResult:
-    """Read `probe_script`'s output; a missing line means that step did not succeed."""
-    fields = dict(line.partition("=")[::2] for line in text.splitlines() if "=" in line)
+    """Read `probe_script`'s output; a missing field means that step did not succeed."""
+    fields = decode_fields(text)
     needed = [n for n in fields.get("needed", "").split(",") if n]
     return ProbeResult(
         compile_ok=fields.get("probe_compile") == "ok",
         link_ok=fields.get("probe_link") == "ok",
         needed=needed,
-        log=_decode(fields.get("probe_log", "")),
+        log=fields.get("probe_log", ""),
     )
-
-
-def _decode(text: str) -> str:
-    try:
-        return base64.b64decode(text.strip(), validate=True).decode("utf-8", "replace")
-    except (binascii.Error, ValueError):
-        return text

@@ -29,7 +29,7 @@ from pctfleet.cuda.rules import check as toolchain_rules
 from pctfleet.facts import script as framing
 from pctfleet.facts.kv import decode_pairs, encode_lines
 from pctfleet.modules.base import Fact
-from pctfleet.modules.cccl import MANIFEST, TREE_HASH
+from pctfleet.modules.cccl import MANIFEST
 from pctfleet.modules.jitcache import STAMP, cache_dirs
 from pctfleet.modules.toolchain import DEFAULT_TOOLKIT
 from pctfleet.sh import snippet
@@ -81,7 +81,7 @@ def gather_script(settings: Mapping[str, str]) -> str:
     sections = {
         "toolchain": toolchain_snippet(venv, env_file=settings["server_env_file"]),
         "links": snippet("verify_links", VENV=venv),
-        "cccl": TREE_HASH + snippet("verify_cccl", VENV=venv, MANIFEST=MANIFEST),
+        "cccl": snippet("verify_cccl", VENV=venv, MANIFEST=MANIFEST),
         "jit": snippet("verify_jit", argv=[f"{f}/{STAMP}" for f in folders], VENV=venv),
         "server": snippet("verify_server", argv=list(SERVER_ENV), **server),
     }

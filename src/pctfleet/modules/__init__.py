@@ -10,7 +10,7 @@ import pkgutil
 
 from pctfleet.modules.base import REGISTRY, Module
 
-_HELPERS = {"base", "args", "cudashell"}
+_HELPERS = {"base", "args"}
 
 for _info in pkgutil.iter_modules(__path__):
     if _info.name not in _HELPERS:

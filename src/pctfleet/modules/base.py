@@ -144,30 +144,6 @@ class Module:
         """What a finished task does to the container's variables (set_fact). Default: none."""
 
 
-class LegacyModule(Module):
-    """A module that still takes a dict of arguments (`args` names, `validate` fills it)."""
-
-    args: ClassVar[set[str] | None] = None
-
-    def known_args(self) -> set[str] | None:
-        return self.args
-
-    def prepare(self, raw: dict[str, Any], ctx: Context, where: str) -> Any:
-        args = dict(raw)
-        args["_base"], args["_vars"] = ctx.base_dir, ctx.variables
-        self.validate(args, where)
-        return args
-
-    def validate(self, args: dict[str, Any], where: str) -> None:
-        """Reject bad argument values before anything runs anywhere."""
-
-    def probe(self, args: dict[str, Any], want_diff: bool) -> str | None:
-        return None
-
-    def decide(self, args: Any, reading: Fact | None, check: bool) -> Plan:
-        return self.plan(args, reading, check)
-
-
 def words(value: object, key: str, where: str, module: str) -> list[str]:
     """`value` split like a shell line; unbalanced quotes are a PlaybookError."""
     try:

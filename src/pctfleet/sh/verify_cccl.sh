@@ -1,8 +1,7 @@
 # shellcheck shell=sh
 # verify: the CCCL overlay's manifest against the tree as it is now.
 # inputs: VENV MANIFEST
-# uses: kv cuda_home
-# pctfleet_tree_hash and pctfleet_cccl_version come first: modules/cccl.py's TREE_HASH.
+# uses: kv cuda_home cccl
 pctfleet_cuda_home_target "$VENV" ""
 DST="$CH/include/cccl"
 pf_kv dst "$DST"
