@@ -16,6 +16,7 @@ from typing import Any
 
 from pctfleet.cuda.facts import parse_toolchain, toolchain_snippet
 from pctfleet.facts.kv import decode_fields
+from pctfleet.jsonfields import json_fields
 from pctfleet.modules.cccl import MANIFEST
 from pctfleet.modules.pip import LIST_INSTALLED
 from pctfleet.run.results import UNREACHED, ContainerRun
@@ -83,15 +84,7 @@ class DriftItem:
     kind: str  # task | baseline | extra-package | missing
     what: str
     expected: str
-    actual: str
-
-    def as_json(self) -> dict:
-        return {
-            "kind": self.kind,
-            "what": self.what,
-            "expected": self.expected,
-            "actual": self.actual,
-        }
+    actual: str  # in JSON as these four fields (json_fields turns a dataclass into its fields)
 
 
 @dataclass
@@ -114,14 +107,12 @@ class ContainerAudit:
         return {col: row.get(col, "") for col in MATRIX}
 
     def as_json(self) -> dict:
-        return {
-            "container": self.container,
-            "status": self.status,
-            "message": self.message,
-            "drift": [item.as_json() for item in self.items],
-            "versions": self.versions(),
-            "remote_calls": self.remote_calls,
-        }
+        return json_fields(
+            self,
+            "container status message drift versions remote_calls",
+            drift=self.items,
+            versions=self.versions(),
+        )
 
 
 def judge(run: ContainerRun, baseline: dict[str, str] | None) -> ContainerAudit:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from pctfleet.cuda.compile_probe import ProbeResult, parse_probe, probe_script
 from pctfleet.cuda.facts import PIP_NAMES, ToolchainFacts, parse_toolchain, toolchain_snippet
 from pctfleet.cuda.known_errors import Finding, scan
 from pctfleet.cuda.rules import RuleResult, check, verdict
 from pctfleet.facts import script as framing
+from pctfleet.jsonfields import json_fields
 from pctfleet.sh import snippet
 from pctfleet.transport.base import Target, TransportError
 
@@ -73,20 +74,13 @@ class Diagnosis:
         return found
 
     def as_json(self) -> dict:
-        return {
-            "container": self.container,
-            "status": self.status,
-            "healthy": self.healthy,
-            "message": self.message,
-            "verdict": self.verdict,
-            "arch": self.arch,
-            "cuda_home": self.facts.cuda_home if self.facts else None,
-            "components": self.components(),
-            "rules": [asdict(rule) for rule in self.rules],
-            "probe": asdict(self.probe) if self.probe else None,
-            "findings": [finding.to_dict() for finding in self.findings],
-            "remote_calls": self.remote_calls,
-        }
+        return json_fields(
+            self,
+            "container status healthy message verdict arch cuda_home components rules probe "
+            "findings remote_calls",
+            cuda_home=self.facts.cuda_home if self.facts else None,
+            components=self.components(),
+        )
 
 
 def diagnose(target: Target, request: DoctorRequest) -> Diagnosis:

@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 
 from pctfleet.errors import InputError
+from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
 from pctfleet.playbook.loader import load_playbook, select_tasks
@@ -206,14 +207,8 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> N
         runs[container.key].finish_status()  # "changed" in the journal too, not "ok"
         if journal:
             run = runs[container.key]
-            journal.write(
-                "container",
-                container=run.key,
-                play=play.name,
-                status=run.status,
-                message=run.message,
-                remote_calls=run.remote_calls,
-            )
+            names = "container play status message remote_calls"
+            journal.write("container", **json_fields(run, names, container=run.key, play=play.name))
 
     schedule(containers, one, request.forks, request.per_node, request.stop)
 

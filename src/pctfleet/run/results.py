@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pctfleet.jsonfields import json_fields
 from pctfleet.status import UNREACHED, Status
 
 
@@ -25,17 +26,8 @@ class TaskResult:
         return self.status == Status.CHANGED
 
     def as_json(self) -> dict:
-        return {
-            "name": self.name,
-            "module": self.module,
-            "status": self.status,
-            "changed": self.changed,
-            "msg": self.msg,
-            "diff": self.diff,
-            "duration": round(self.duration, 3),
-            "loc": self.loc,
-            "handler": self.handler,
-        }
+        names = "name module status changed msg diff duration loc handler"
+        return json_fields(self, names, digits=3)
 
 
 @dataclass
@@ -70,19 +62,13 @@ class ContainerRun:
         self.status = Status.CHANGED if any(t.changed for t in self.tasks) else Status.OK
 
     def as_json(self) -> dict:
-        return {
-            "node": self.node,
-            "ctid": self.ctid,
-            "name": self.name,
-            "status": self.status,
-            "message": self.message,
-            "stats": self.stats(),
-            "remote_calls": self.remote_calls,
-            "duration": round(self.duration, 3),
-            "started_at": round(self.started_at, 3),
-            "finished_at": round(self.finished_at, 3),
-            "tasks": [task.as_json() for task in self.tasks],
-        }
+        return json_fields(
+            self,
+            "node ctid name status message stats remote_calls "
+            "duration started_at finished_at tasks",
+            digits=3,
+            stats=self.stats(),
+        )
 
 
 def summary(runs: list[ContainerRun]) -> dict[str, int]:

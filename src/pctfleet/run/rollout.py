@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pctfleet.jsonfields import json_fields
 from pctfleet.run.batches import order_containers, plan_batches
 from pctfleet.run.engine import RunOptions
 from pctfleet.run.journal import Journal, read
@@ -65,16 +66,12 @@ class RolloutResult:
         return words
 
     def as_json(self) -> dict:
-        return {
-            "rollout_id": self.rollout_id,
-            "journal": str(self.journal),
-            "batches": self.batches,
-            "done": self.done,
-            "failed": self.failed,
-            "untouched": self.untouched,
-            "stopped": self.stopped,
-            "completed": not self.stopped,
-        }
+        return json_fields(
+            self,
+            "rollout_id journal batches done failed untouched stopped completed",
+            journal=str(self.journal),
+            completed=not self.stopped,
+        )
 
 
 class Rollout:
@@ -119,13 +116,7 @@ class Rollout:
             self.event("rollout-stop", reason=Status.INTERRUPTED)
         touched = set(result.done) | set(result.failed)
         result.untouched = [c.key for c in todo if c.key not in touched]
-        self.event(
-            "rollout-end",
-            done=result.done,
-            failed=result.failed,
-            untouched=result.untouched,
-            stopped=result.stopped,
-        )
+        self.event("rollout-end", **json_fields(result, "done failed untouched stopped"))
         return result
 
     def run_journaled(self, already_done: list[str] | None = None) -> RolloutResult:
@@ -158,15 +149,8 @@ class Rollout:
         runs = execute(PreparedRun(request, plays), self.journal, self._task_event)
         for run in runs:
             self.result.runs[run.key] = run
-            self.event(
-                "container",
-                container=run.key,
-                status=run.status,
-                message=run.message,
-                started_at=run.started_at,
-                finished_at=run.finished_at,
-                remote_calls=run.remote_calls,
-            )
+            names = "container status message started_at finished_at remote_calls"
+            self.event("container", **json_fields(run, names, container=run.key))
         failed = [r.key for r in runs if r.status not in SUCCESS]
         passed = [r for r in batch if r.key not in failed]
         gate_failed = self._gate(index, passed)

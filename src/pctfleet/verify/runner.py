@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pctfleet import exitcodes
+from pctfleet.jsonfields import json_fields
 from pctfleet.transport.connections import node_options
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.verify import SETTINGS, UNAVAILABLE
@@ -61,7 +62,7 @@ class CheckResult:
     status: str | None = None  # set when the container itself could not be asked
 
     def as_json(self) -> dict:
-        return {"id": self.id, "outcome": self.outcome, "message": self.message}
+        return json_fields(self, "id outcome message")
 
 
 @dataclass
@@ -73,13 +74,7 @@ class ContainerResult:
     seconds: float | None = None  # reading its facts (the one remote call)
 
     def as_json(self) -> dict:
-        return {
-            "container": self.container,
-            "status": self.status,
-            "message": self.message,
-            "seconds": self.seconds,
-            "checks": [check.as_json() for check in self.checks],
-        }
+        return json_fields(self, "container status message seconds checks")
 
 
 @dataclass
@@ -98,10 +93,7 @@ class VerifyResult:
         }
 
     def as_json(self) -> dict:
-        return {
-            "containers": [result.as_json() for result in self.containers],
-            "summary": self.summary(),
-        }
+        return json_fields(self, "containers summary", summary=self.summary())
 
 
 # -- hosts and settings -----------------------------------------------------------------
