@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pctfleet.errors import PlaybookError
 from pctfleet.facts.kv import encode_lines
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
@@ -121,3 +122,13 @@ def test_nothing_to_do_where_converged(module_name: str, case: dict, tmp_path: P
 def test_every_module_has_fixtures() -> None:
     covered = {module for module, _ in CASES}
     assert sorted(set(REGISTRY) - covered) == []
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_argument_errors_name_the_module(name: str) -> None:
+    module = REGISTRY[name]
+    if module.Args.free_names:
+        pytest.skip("any argument name is accepted")
+    with pytest.raises(PlaybookError) as error:
+        module.prepare({"no_such_argument": 1}, Context(), "task")
+    assert f"'{name}'" in str(error.value) or f"{name}: " in str(error.value), error.value

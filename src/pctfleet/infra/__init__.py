@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,23 @@ ANY_ADDRESS = {"", "0.0.0.0", "::", "*"}
 class Verdict:
     ok: bool
     message: str
+
+
+def check(verdict_of: Callable[[Gathered], Verdict], doc: str) -> Callable[..., None]:
+    """A fleet check (a pytest test): judge the host's facts with `verdict_of`.
+
+    The message is noted whether the check passes or not, so `pctfleet verify
+    --json` shows what each check saw.
+    """
+
+    def test(facts: Gathered, note: Callable[[str], None]) -> None:
+        verdict = verdict_of(facts)
+        note(verdict.message)
+        if not verdict.ok:
+            raise AssertionError(verdict.message)
+
+    test.__doc__ = doc
+    return test
 
 
 # -- the one script ---------------------------------------------------------------

@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pctfleet.lab.model import LabError
+from pctfleet.lab.model import LabError, inside
 from pctfleet.lab.system import run, tool, write_if_changed
 
 PIP_CACHE = Path("/var/cache/pctfleet/pip")
@@ -62,9 +62,7 @@ class Container:
     def dir(self) -> Path:
         return self.lxcpath / self.name
 
-    @property
-    def upper(self) -> Path:
-        return self.dir / "delta0"
+    upper = inside("dir", "delta0")
 
     def lxc(self, name: str, *extra: str, check: bool = True) -> str:
         cmd = [tool(name), "-n", self.name, "-P", str(self.lxcpath), *extra]

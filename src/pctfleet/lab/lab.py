@@ -22,7 +22,15 @@ import pctfleet.lab.containers as cts
 import pctfleet.lab.nodes as nd
 from pctfleet.lab.containers import Container
 from pctfleet.lab.inventory import render_inventory
-from pctfleet.lab.model import ContainerStatus, LabError, LabInfo, LabStatus, NodeInfo, NodeStatus
+from pctfleet.lab.model import (
+    ContainerStatus,
+    LabError,
+    LabInfo,
+    LabStatus,
+    NodeInfo,
+    NodeStatus,
+    inside,
+)
 from pctfleet.lab.nodes import Node
 from pctfleet.lab.rootfs import CACHE_DIR, ensure_rootfs
 from pctfleet.lab.system import check_host, run, tool, write_if_changed
@@ -64,25 +72,11 @@ class Lab:
 
     # --- paths -----------------------------------------------------------------
 
-    @property
-    def identity(self) -> Path:
-        return self.state_dir / "id_ed25519"
-
-    @property
-    def known_hosts(self) -> Path:
-        return self.state_dir / "known_hosts"
-
-    @property
-    def inventory(self) -> Path:
-        return self.state_dir / "inventory.yml"
-
-    @property
-    def state_file(self) -> Path:
-        return self.state_dir / "lab.json"
-
-    @property
-    def lxcpath(self) -> Path:
-        return self.state_dir / "lxc"
+    identity = inside("state_dir", "id_ed25519")
+    known_hosts = inside("state_dir", "known_hosts")
+    inventory = inside("state_dir", "inventory.yml")
+    state_file = inside("state_dir", "lab.json")
+    lxcpath = inside("state_dir", "lxc")
 
     def _validate_address_base(self) -> None:
         try:

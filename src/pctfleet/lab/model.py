@@ -11,6 +11,16 @@ class LabError(Exception):
     """A lab operation failed; the message says what to do about it."""
 
 
+class inside:  # noqa: N801 - used like @property
+    """A read-only path attribute: `name` in the folder that attribute `folder` holds."""
+
+    def __init__(self, folder: str, name: str) -> None:
+        self.folder, self.name = folder, name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Path:
+        return getattr(obj, self.folder) / self.name
+
+
 @dataclass
 class NodeInfo:
     name: str

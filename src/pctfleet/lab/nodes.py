@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from pctfleet.lab.containers import Container
-from pctfleet.lab.model import LabError
+from pctfleet.lab.model import LabError, inside
 from pctfleet.lab.system import (
     cmdline,
     descendants,
@@ -62,29 +62,12 @@ class Node:
     def dir(self) -> Path:
         return self.state_dir / self.name
 
-    @property
-    def pve(self) -> Path:
-        return self.dir / "pve"
-
-    @property
-    def bin(self) -> Path:
-        return self.dir / "bin"
-
-    @property
-    def pidfile(self) -> Path:
-        return self.dir / "sshd.pid"
-
-    @property
-    def relay_pidfile(self) -> Path:
-        return self.dir / "relay.pid"
-
-    @property
-    def log(self) -> Path:
-        return self.dir / "sshd.log"
-
-    @property
-    def host_key(self) -> Path:
-        return self.dir / "ssh_host_ed25519_key"
+    pve = inside("dir", "pve")
+    bin = inside("dir", "bin")
+    pidfile = inside("dir", "sshd.pid")
+    relay_pidfile = inside("dir", "relay.pid")
+    log = inside("dir", "sshd.log")
+    host_key = inside("dir", "ssh_host_ed25519_key")
 
     def config_for(self, port: int) -> Path:
         return self.dir / ("sshd_config" if port == self.port else f"sshd_config.{port}")

@@ -406,18 +406,17 @@ def parse_perms(raw: str) -> int:
 def resolve_ids(opts: dict[str, str]) -> tuple[int | None, int | None]:
     uid = gid = None
     if "user" in opts:
-        user = opts["user"]
-        try:
-            uid = int(user) if user.isdigit() else pwd.getpwnam(user).pw_uid
-        except KeyError:
-            raise OSError(f"failed to get uid for: {user}") from None
+        uid = _numeric_id(opts["user"], "uid", lambda name: pwd.getpwnam(name).pw_uid)
     if "group" in opts:
-        group = opts["group"]
-        try:
-            gid = int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
-        except KeyError:
-            raise OSError(f"failed to get gid for: {group}") from None
+        gid = _numeric_id(opts["group"], "gid", lambda name: grp.getgrnam(name).gr_gid)
     return uid, gid
+
+
+def _numeric_id(name: str, kind: str, lookup: Callable[[str], int]) -> int:
+    try:
+        return int(name) if name.isdigit() else lookup(name)
+    except KeyError:
+        raise OSError(f"failed to get {kind} for: {name}") from None
 
 
 def create_file(path: str, opts: dict[str, str]) -> int:

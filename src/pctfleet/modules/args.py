@@ -56,7 +56,7 @@ def arg(
 class Args:
     """Base of every module's arguments. Subclasses are frozen dataclasses of `arg()`s."""
 
-    module: ClassVar[str] = ""
+    module: ClassVar[str] = ""  # set from the module's `name` when the module is defined
     # A module whose arguments are free names (set_fact) keeps them all in `extra`.
     free_names: ClassVar[bool] = False
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)

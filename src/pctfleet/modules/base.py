@@ -111,6 +111,7 @@ class Module:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
+            cls.Args.module = cls.name  # the name is written once, here; errors quote it
             REGISTRY[cls.name] = cls()
 
     def known_args(self) -> set[str] | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import ClassVar
 
 from pctfleet.modules.args import arg, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World
@@ -26,7 +25,6 @@ TREE_HASH = library(["cccl"])
 
 @dataclass(frozen=True)
 class CcclArgs(CudaArgs):
-    module: ClassVar[str] = "cccl_overlay"
     source: str = arg("", convert=text)
     state: str = arg("present", choices={"present", "absent"})
 

@@ -6,7 +6,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, text
@@ -38,7 +38,6 @@ def _words(value: Any, where: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class CommandArgs(Args):
-    module: ClassVar[str] = "command"
     cmd: str = arg("", convert=text)
     argv: tuple[str, ...] = arg((), convert=_words)
     chdir: str | None = arg(None, convert=text)
@@ -61,7 +60,6 @@ class CommandArgs(Args):
 
 @dataclass(frozen=True)
 class ShellArgs(CommandArgs):
-    module: ClassVar[str] = "shell"
     executable: str | None = arg(None, convert=text)
 
 

@@ -19,7 +19,6 @@ def _shown(value: Any, where: str) -> str:
 
 @dataclass(frozen=True)
 class DebugArgs(Args):
-    module: ClassVar[str] = "debug"
     msg: str = arg("Hello world!", convert=_shown)
     var: str | None = arg(None, convert=_shown)
     # Not an argument: `var` evaluated with the task's variables when it is prepared.
@@ -49,7 +48,6 @@ class Debug(Module):
 
 @dataclass(frozen=True)
 class SetFactArgs(Args):
-    module: ClassVar[str] = "set_fact"
     free_names: ClassVar[bool] = True
 
 
@@ -71,7 +69,6 @@ class SetFact(Module):
 
 @dataclass(frozen=True)
 class FailArgs(Args):
-    module: ClassVar[str] = "fail"
     msg: str = arg("Failed as requested", convert=_shown)
 
 

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, flag, text
@@ -60,7 +60,6 @@ class ContentArgs(Args):
 
 @dataclass(frozen=True)
 class CopyArgs(ContentArgs):
-    module: ClassVar[str] = "copy"
     content: str | None = arg(None, convert=_any_text)
 
     def read(self, ctx: Context, where: str) -> bytes:
@@ -83,8 +82,6 @@ class CopyArgs(ContentArgs):
 
 @dataclass(frozen=True)
 class TemplateArgs(ContentArgs):
-    module: ClassVar[str] = "template"
-
     def read(self, ctx: Context, where: str) -> bytes:
         if not self.src:
             raise PlaybookError("module 'template' needs 'src'", where=where)

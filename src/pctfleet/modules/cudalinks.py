@@ -16,7 +16,6 @@ stub with the driver's library. The shell is in sh/cuda_links*.sh.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from pctfleet.modules.args import arg, flag
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World
@@ -34,7 +33,6 @@ LINKS = ("lib64", "libcudart", "libcuda")
 
 @dataclass(frozen=True)
 class LinksArgs(CudaArgs):
-    module: ClassVar[str] = "cuda_links"
     fallback_stub: bool = arg(True, convert=flag)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, mode_string, q
@@ -77,7 +77,6 @@ def attribute_fixes(
 
 @dataclass(frozen=True)
 class FileArgs(Args):
-    module: ClassVar[str] = "file"
     path: str = arg(required=True, aliases=("dest", "name"), convert=text)
     state: str = arg("file", choices=STATES)
     src: str | None = arg(None, convert=text)

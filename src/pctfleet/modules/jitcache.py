@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from pctfleet.modules.args import arg, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, number
@@ -43,7 +43,6 @@ def whole_seconds(value: Any, where: str) -> int:
 
 @dataclass(frozen=True)
 class CacheArgs(CudaArgs):
-    module: ClassVar[str] = "flashinfer_cache"
     home: str | None = arg(None, convert=text)
     workspace_base: str | None = arg(None, convert=text)
     server_pidfile: str | None = arg(None, convert=text)

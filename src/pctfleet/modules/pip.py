@@ -6,7 +6,6 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from pctfleet.errors import PlaybookError
 from pctfleet.facts.kv import PY_KV
@@ -104,7 +103,6 @@ def a_version(spec: str) -> str:
 
 @dataclass(frozen=True)
 class PipArgs(Args):
-    module: ClassVar[str] = "pip"
     name: tuple[str, ...] = arg((), required=True, convert=text_list)
     version: str | None = arg(None, convert=text)
     virtualenv: str | None = arg(None, convert=text)

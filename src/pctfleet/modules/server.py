@@ -15,7 +15,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, text, text_list
@@ -63,7 +63,6 @@ def _argv(value: Any, where: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ServerArgs(Args):
-    module: ClassVar[str] = "server"
     name: str = arg("", convert=text)
     command: tuple[str, ...] = arg((), convert=_argv)
     env: Mapping[str, str] | None = arg(None, convert=_mapping("env"))
@@ -266,7 +265,6 @@ class Server(Module):
 
 @dataclass(frozen=True)
 class ServerStopArgs(Args):
-    module: ClassVar[str] = "server_stop"
     pidfile: str = arg(required=True, convert=text)
     grace: Any = arg(10, convert=_number("server_stop", "grace", integer=True))
     expect: str | None = arg(None, convert=text)

@@ -10,7 +10,7 @@ was patched by hand is found too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from pctfleet.cuda.compile_probe import parse_probe, probe_script
 from pctfleet.cuda.facts import ToolchainFacts, major_minor, parse_toolchain, toolchain_snippet
@@ -85,7 +85,6 @@ def gpu_arch(value: Any, where: str) -> str:
 
 @dataclass(frozen=True)
 class ToolchainArgs(CudaArgs):
-    module: ClassVar[str] = "cuda_toolchain"
     venv: str = arg(required=True, convert=text)
     cuda_toolkit: str = arg("auto", convert=toolkit_version)
     fallback_toolkit: str | None = arg(None, convert=text)
@@ -224,7 +223,6 @@ def _same_minor(version: str | None, other: str | None) -> bool:
 
 @dataclass(frozen=True)
 class ProbeArgs(CudaArgs):
-    module: ClassVar[str] = "compile_probe"
     arch: str = arg(DEFAULT_ARCH, convert=gpu_arch)
     force: bool = arg(False, convert=flag)
 

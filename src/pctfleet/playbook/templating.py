@@ -520,31 +520,28 @@ def _secret_names(variables: Mapping[str, Any]) -> set[str]:
     return names
 
 
-def _leaves(value: Any, depth: int = 0) -> Iterator[str]:
-    """Every string (or number) inside `value`, as text."""
+def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
+    """Everything inside `value` that is neither a mapping nor a list, 50 levels deep at most."""
     if depth > 50:
         return
     if isinstance(value, Mapping):
-        for v in value.values():
-            yield from _leaves(v, depth + 1)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _leaves(v, depth + 1)
-    elif isinstance(value, str | int | float) and not isinstance(value, bool):
-        yield str(value)
-
-
-def _secrets_in(value: Any, depth: int = 0) -> Iterator[str]:
-    if depth > 50:
+        value = list(value.values())
+    if not isinstance(value, list | tuple):
+        yield value
         return
-    if isinstance(value, Secret):
-        yield str(value)
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _secrets_in(v, depth + 1)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _secrets_in(v, depth + 1)
+    for item in value:
+        yield from _scalars(item, depth + 1)
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    """Every string (or number) inside `value`, as text."""
+    for item in _scalars(value):
+        if isinstance(item, str | int | float) and not isinstance(item, bool):
+            yield str(item)
+
+
+def _secrets_in(value: Any) -> Iterator[str]:
+    return (str(item) for item in _scalars(value) if isinstance(item, Secret))
 
 
 def secret_values(variables: Mapping[str, Any]) -> set[str]:
