@@ -11,7 +11,7 @@ from pctfleet.errors import PlaybookError
 from pctfleet.facts.kv import PY_KV
 from pctfleet.modules.args import Args, Context, arg, text, text_list
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q, words
-from pctfleet.sh import snippet
+from pctfleet.sh import library, snippet
 
 REQUIREMENT = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*(?P<spec>[<>=!~].*)?$"
@@ -84,6 +84,17 @@ def satisfies(installed: str, spec: str) -> bool:
     return True
 
 
+def installer(uv: str, has_pip: bool) -> str:
+    """uv whenever the container has it (much faster, and needs no pip in the venv); else
+    pip, bootstrapped with ensurepip where the venv has none (`uv venv` makes none)."""
+    return uv or ("pip" if has_pip else "ensurepip")
+
+
+def pip_line(tool: str, python: str, verb: str, argv: list[str]) -> str:
+    """One call of sh/lib/pip.sh's `pctfleet_pip`; the script needs `library(("pip",))`."""
+    return " ".join(q(w) for w in ["pctfleet_pip", tool, python, verb, *argv]) + "\n"
+
+
 def parse_requirement(text: str, where: str) -> tuple[str, str]:
     match = REQUIREMENT.match(text)
     spec = (match.group("spec") or "") if match else ""
@@ -138,10 +149,18 @@ class PipArgs(Args):
 
 @dataclass(frozen=True)
 class Installed:
-    """What the python the task names has installed; `venv` is 'absent' when it is missing."""
+    """What the python the task names has installed; `venv` is 'absent' when it is missing.
+
+    `uv` is the container's uv, '' when it has none.
+    """
 
     pkgs: dict[str, str] = field(default_factory=dict)
     venv: str = ""
+    uv: str = ""
+
+    @property
+    def installer(self) -> str:
+        return installer(self.uv, "pip" in self.pkgs)
 
 
 class InstalledPackages(FactReader[Installed]):
@@ -153,7 +172,7 @@ class InstalledPackages(FactReader[Installed]):
     def parse(self, reading: Fact) -> Installed:
         fields = reading.fields()
         pkgs = json.loads(fields["pkgs"]) if "pkgs" in fields else {}
-        return Installed(pkgs, fields.get("venv", ""))
+        return Installed(pkgs, fields.get("venv", ""), fields.get("uv", ""))
 
     def converged(self, args: PipArgs, world: World) -> dict[str, str]:
         if args.state == "absent":
@@ -174,10 +193,10 @@ class Pip(Module):
             present = [name for _, name, _ in args.requirements() if name in installed]
             if not present:
                 return Plan(False)
-            line = " ".join(q(n) for n in present)
+            line = pip_line(state.installer, args.python(), "uninstall", present)
             return Plan(
                 True,
-                script=f"{q(args.python())} -m pip uninstall -y {line}\n",
+                script=library(("pip",)) + line,
                 diff=self._diff(installed, present, "absent"),
             )
         missing = [
@@ -187,7 +206,11 @@ class Pip(Module):
         ]
         if not missing:
             return Plan(False)
-        script = self._venv_line(args, state) + self._install_line(args, [m[0] for m in missing])
+        script = (
+            library(("pip",))
+            + self._venv_line(args, state)
+            + self._install_line(args, state, [m[0] for m in missing])
+        )
         return Plan(
             True,
             script=script,
@@ -202,10 +225,9 @@ class Pip(Module):
             command = [args.virtualenv_python, "-m", "venv"]
         return "set -e\n" + " ".join(q(c) for c in [*command, args.virtualenv]) + "\n"
 
-    def _install_line(self, args: PipArgs, items: list[str]) -> str:
+    def _install_line(self, args: PipArgs, state: Installed, items: list[str]) -> str:
         extra = shlex.split(args.extra_args or "")
-        pip = [args.python(), "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
-        return " ".join(q(w) for w in [*pip, *extra, *items]) + "\n"
+        return pip_line(state.installer, args.python(), "install", [*extra, *items])
 
     @staticmethod
     def _diff(installed: dict, names: list[str], after: list[str] | str) -> dict:

@@ -19,6 +19,7 @@ from pctfleet.cuda.rules import EXTRAS, arch_parts, check, expected_components
 from pctfleet.errors import PlaybookError, brief
 from pctfleet.modules.args import Args, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World
+from pctfleet.modules.pip import installer
 from pctfleet.sh import snippet
 
 # What reinstalling the pinned set can repair; the other rules need the operator.
@@ -169,7 +170,7 @@ class CudaToolchain(Module):
             )
         reason = "; ".join(f"{r.rule}: {r.evidence}" for r in broken) or "build tools missing"
         pinned = not any(r.rule == "toolkit-pinned" for r in broken)
-        script = _script(args, target, bool(broken), bool(broken) and pinned, tools)
+        script = _script(args, facts, target, bool(broken), bool(broken) and pinned, tools)
         return Plan(True, script=script, msg=reason, diff=_diff(facts, target, tools))
 
 
@@ -186,11 +187,19 @@ def _missing_tools(facts: ToolchainFacts, args: ToolchainArgs) -> list[str]:
     return missing
 
 
-def _script(args: ToolchainArgs, target: str, reinstall: bool, force: bool, tools: list) -> str:
+def _script(
+    args: ToolchainArgs,
+    facts: ToolchainFacts,
+    target: str,
+    reinstall: bool,
+    force: bool,
+    tools: list,
+) -> str:
     """sh/cuda_toolchain.sh: apt tools, the pinned set, a forced reinstall of its pins, ninja."""
     return snippet(
         "cuda_toolchain",
         argv=(args.extra_args or "").split(),
+        INSTALLER=installer(facts.raw.get("uv", ""), facts.raw.get("venv_pip") == "1"),
         PYTHON=f"{args.venv}/bin/python",
         APT=" ".join(t for t in tools if t in {"g++", "python3-dev"}),
         TOOLKIT=f"cuda-toolkit[{EXTRAS}]=={target}" if reinstall else "",

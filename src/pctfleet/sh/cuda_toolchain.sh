@@ -1,16 +1,17 @@
-# inputs: PYTHON APT TOOLKIT FORCE NINJA
+# inputs: INSTALLER PYTHON APT TOOLKIT FORCE NINJA
+# uses: pip
 # shellcheck shell=sh
-# "$@": pip's extra arguments. APT: Debian packages to install ('' none); TOOLKIT: the
+# "$@": pip's extra arguments. INSTALLER: uv's path, pip or ensurepip (lib/pip.sh).
+# APT: Debian packages to install ('' none); TOOLKIT: the
 # pinned set to install ('' none); FORCE=1: reinstall the components cuda-toolkit pins,
 # as they are (the files were changed by hand under matching metadata); NINJA=1: ninja.
 set -e
 export DEBIAN_FRONTEND=noninteractive
-pctfleet_pip() { "$PYTHON" -m pip install --no-input --disable-pip-version-check "$@"; }
 if [ -n "$APT" ]; then
   # shellcheck disable=SC2086  # APT is a list of package names, one word each
   apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $APT >/dev/null
 fi
-if [ -n "$TOOLKIT" ]; then pctfleet_pip "$@" "$TOOLKIT"; fi
+if [ -n "$TOOLKIT" ]; then pctfleet_pip "$INSTALLER" "$PYTHON" install "$@" "$TOOLKIT"; fi
 if [ -n "$FORCE" ]; then
   pins=$("$PYTHON" - <<'PCTFLEET_PY'
 import importlib.metadata as m
@@ -24,6 +25,6 @@ print(" ".join(sorted(pins)))
 PCTFLEET_PY
 )
   # shellcheck disable=SC2086  # $pins is a list of requirement words
-  pctfleet_pip "$@" --force-reinstall --no-deps $pins
+  pctfleet_pip "$INSTALLER" "$PYTHON" install "$@" --force-reinstall --no-deps $pins
 fi
-if [ -n "$NINJA" ]; then pctfleet_pip "$@" ninja; fi
+if [ -n "$NINJA" ]; then pctfleet_pip "$INSTALLER" "$PYTHON" install "$@" ninja; fi

@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 # Every CUDA toolchain fact of one container, as pf_kv lines (cuda/facts.py parses them).
 # inputs: PCTFLEET_ENV_FILE PCTFLEET_VENV PCTFLEET_CUDA_HOME PCTFLEET_PIP_NAMES
-# uses: kv pykv cuda_home envfile libcuda
+# uses: kv pykv cuda_home envfile libcuda pip
 # "$@": NAME=VALUE assignments exported first (the server's environment), after the env file.
 # `t` bounds every tool call (a wedged driver can hang nvidia-smi forever).
 # The python program reads metadata only: importing torch takes seconds and
@@ -22,12 +22,17 @@ cudahdrs() { [ -f "$1/cuda_runtime_api.h" ] || [ -f "$1/cuda_runtime.h" ] || [ -
 pctfleet_find_cuda_home "$V" "$CH"
 kv venv "$V"
 kv cuda_home "$CH"
+kv uv "$(pctfleet_uv)"
 [ -n "$CH" ] && kv cuda_home_from "$CH_FROM"
 [ -n "$CH" ] && [ -d "$CH" ] && kv cuda_home_real "$(cd "$CH" && pwd -P)"
 PY="$V/bin/python"
 if [ -x "$PY" ]; then
 pf_py "$PY" "$PIPS" <<'PCTFLEET_PY'
 import importlib.metadata as m, os, re, sys, sysconfig
+try:
+    pf_kv("venv_pip", int(bool(m.version("pip"))))  # which installer a change can use
+except Exception:
+    pass
 for name in sys.argv[1].split():
     try:
         pf_kv("pip." + name, m.version(name))
