@@ -21,8 +21,10 @@ NODES = [("node1", "127.0.10.1"), ("node2", "127.0.10.2")]
 
 
 def logins(node: int) -> int:
-    return (LAB / f"node{node + 1}" / "sshd.log").read_text(errors="replace").count(
-        "Accepted publickey"
+    return (
+        (LAB / f"node{node + 1}" / "sshd.log")
+        .read_text(errors="replace")
+        .count("Accepted publickey")
     )
 
 
@@ -73,7 +75,9 @@ def import_ms() -> float:
     for _ in range(5):
         err = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", "import pctfleet.transport.ssh"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stderr
         line = [x for x in err.splitlines() if re.search(r"\|\s+pctfleet\.transport\.ssh$", x)][0]
         runs.append(int(line.split("|")[1]) / 1000)

@@ -32,12 +32,12 @@ def _logins(info, node: int) -> int:
 
 
 def test_the_documented_example_prints_what_the_doc_says(info):
-    example = re.search(r"## Example.*?```python\n(.*?)```\s*prints:\s*```text\n(.*?)```",
-                        DOC.read_text(), re.S)
+    example = re.search(
+        r"## Example.*?```python\n(.*?)```\s*prints:\s*```text\n(.*?)```", DOC.read_text(), re.S
+    )
     assert example, "docs/api.md lost its example or its printed output"
     code, expected = example.groups()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected
 
@@ -46,14 +46,16 @@ def test_inventory_ssh_options_proxyjump_takes_effect(info, tmp_path):
     """node2 reached through node1 because its ssh_options say so, as `ssh -o` would."""
     first, second = info.nodes[0], info.nodes[1]
     inventory = tmp_path / "inv.yml"
-    inventory.write_text(textwrap.dedent(f"""\
+    inventory.write_text(
+        textwrap.dedent(f"""\
         defaults: {{identity: {info.identity}, known_hosts: {info.known_hosts}}}
         nodes:
           jumped:
             address: {second.address}
             ssh_options: {{ProxyJump: "root@{first.address}", ServerAliveInterval: 7}}
             containers: [200]
-        """))
+        """)
+    )
     before = _logins(info, 0), _logins(info, 1)
     with Fleet.from_inventory(inventory) as fleet:
         result = fleet.run("hostname")["jumped/200"]

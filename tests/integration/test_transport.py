@@ -387,8 +387,7 @@ def test_a_second_connection_past_the_cap_reuses_the_jump_login(info, tmp_path):
     )
     node = NodeConnection(second.name, second.address, options)
     threads = [
-        threading.Thread(target=PctTarget(node, 200).run, args=(["sleep", "1"],))
-        for _ in range(12)
+        threading.Thread(target=PctTarget(node, 200).run, args=(["sleep", "1"],)) for _ in range(12)
     ]
     for thread in threads:
         thread.start()

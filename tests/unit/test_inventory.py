@@ -518,17 +518,30 @@ def test_loaded_vars_are_plain_data_and_alias_loops_are_errors(tmp_path):
     inv = load(tmp_path, "vars: {a: {b: [1, {c: 2}]}}\nnodes: {pve1: {containers: [200]}}\n")
     assert type(inv.vars["a"]) is dict and type(inv.vars["a"]["b"]) is list
     assert yaml.safe_load(yaml.safe_dump(inv.vars)) == {"a": {"b": [1, {"c": 2}]}}
-    assert error(tmp_path, "vars: {a: &x [*x]}\nnodes: {pve1: }\n") == \
-        "F: inventory is nested too deeply"
+    assert (
+        error(tmp_path, "vars: {a: &x [*x]}\nnodes: {pve1: }\n")
+        == "F: inventory is nested too deeply"
+    )
 
 
-@pytest.mark.parametrize(("option", "expected"), [
-    ("Compression: yes", "F:4: node 'pve1': ssh_options: 'Compression' is not supported "
-     "(supported: ProxyJump, ProxyCommand, ServerAliveInterval, StrictHostKeyChecking)"),
-    ("Port: 2222", "F:4: node 'pve1': ssh_options: 'Port' is not supported (use the 'port' key)"),
-    ("StrictHostKeyChecking: no", "F:4: node 'pve1': ssh_options: StrictHostKeyChecking no: "
-     "only yes or accept-new"),
-])
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (
+            "Compression: yes",
+            "F:4: node 'pve1': ssh_options: 'Compression' is not supported "
+            "(supported: ProxyJump, ProxyCommand, ServerAliveInterval, StrictHostKeyChecking)",
+        ),
+        (
+            "Port: 2222",
+            "F:4: node 'pve1': ssh_options: 'Port' is not supported (use the 'port' key)",
+        ),
+        (
+            "StrictHostKeyChecking: no",
+            "F:4: node 'pve1': ssh_options: StrictHostKeyChecking no: only yes or accept-new",
+        ),
+    ],
+)
 def test_ssh_options_take_only_what_the_transport_applies(tmp_path, option, expected):
     text = f"nodes:\n  pve1:\n    ssh_options:\n      {option}\n"
     assert error(tmp_path, text).startswith(expected)

@@ -54,7 +54,7 @@ def snippets_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_values_are_data_never_code(snippets_in: Path) -> None:
     (snippets_in / "echo.sh").write_text('# inputs: WHAT\nprintf "%s|" "$WHAT" "$@"\n')
-    hostile = "it's $(touch pwned) `id` \"q\"\nline2"
+    hostile = 'it\'s $(touch pwned) `id` "q"\nline2'
     out = _run(f"cd {snippets_in}\n" + sh.snippet("echo", argv=["a b", "$HOME"], WHAT=hostile))
     assert out == f"{hostile}|a b|$HOME|"
     assert not (snippets_in / "pwned").exists()

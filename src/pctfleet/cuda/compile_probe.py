@@ -47,6 +47,7 @@ extern "C" int pctfleet_probe_launch(const int* in, int* out) {
 }
 """
 
+
 @dataclass
 class ProbeResult:
     compile_ok: bool

@@ -105,6 +105,7 @@ def resolve(node: str, address: str, options: ConnectOptions) -> ResolvedTarget:
 
 def ssh_option_pairs(ssh_options: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
     """An inventory's ssh_options as ssh_config lines (booleans as yes/no)."""
+
     def text(value: object) -> str:
         return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 

@@ -204,5 +204,3 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
             if snippet:
                 table[snippet_key(snippet)] = converged_reading(task.module, module, args, world)
     return lambda snippet: table.get(snippet_key(snippet))
-
-

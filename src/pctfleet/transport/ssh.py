@@ -170,9 +170,7 @@ class NodeConnection:
         slot = self._acquire()
         try:
             try:
-                channel = slot.conn.transport.open_session(
-                    timeout=self.options.connect_timeout
-                )
+                channel = slot.conn.transport.open_session(timeout=self.options.connect_timeout)
             except (paramiko.SSHException, EOFError, OSError) as exc:
                 raise self._unreachable(exc) from None
             limit = timeout if timeout is not None else self.options.command_timeout
