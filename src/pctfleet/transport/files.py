@@ -14,38 +14,15 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
+from pctfleet.sh import source
 from pctfleet.transport.base import RunResult, Target, TransferError
 
 CHUNK = 1024 * 1024
 _CHECK_FAILED = 97
 
-_PUSH = r"""
-set -eu
-dest=$1 mode=$2 owner=$3 size=$4 sum=$5
-dir=$(dirname -- "$dest")
-mkdir -p -- "$dir"
-tmp=$(mktemp "$dir/.pctfleet-push.XXXXXX")
-trap 'rm -f -- "$tmp"' EXIT
-cat > "$tmp"
-got_size=$(wc -c < "$tmp")
-if [ "$got_size" -ne "$size" ]; then
-  echo "size mismatch: sent $size bytes, $got_size arrived" >&2; exit 97
-fi
-got_sum=$(sha256sum < "$tmp"); got_sum=${got_sum%% *}
-if [ "$got_sum" != "$sum" ]; then echo "sha256 mismatch: $got_sum" >&2; exit 97; fi
-if [ -n "$owner" ]; then chown -- "$owner" "$tmp"; fi
-chmod -- "$mode" "$tmp"
-mv -f -- "$tmp" "$dest"
-trap - EXIT
-"""
+_PUSH = source("push").body
 
-_PULL = r"""
-set -eu
-[ -f "$1" ] || { echo "no such file: $1" >&2; exit 96; }
-cat -- "$1"
-s=$(sha256sum < "$1")
-printf '\036pctfleet-sum %s %s\n' "${s%% *}" "$(wc -c < "$1")" >&2
-"""
+_PULL = source("pull").body
 
 
 def sha256_of(stream: BinaryIO) -> tuple[str, int]:
