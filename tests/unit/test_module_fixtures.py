@@ -32,7 +32,7 @@ from pctfleet.errors import PlaybookError
 from pctfleet.facts.kv import encode_lines
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
-from pctfleet.modules.base import Fact, World
+from pctfleet.modules.base import Fact, Plan, World
 
 FIXTURES = Path(__file__).parent / "modules"
 
@@ -132,3 +132,17 @@ def test_argument_errors_name_the_module(name: str) -> None:
     with pytest.raises(PlaybookError) as error:
         module.prepare({"no_such_argument": 1}, Context(), "task")
     assert f"'{name}'" in str(error.value) or f"{name}: " in str(error.value), error.value
+
+
+@pytest.mark.parametrize(
+    ("module_name", "case"), CASES, ids=[f"{m}: {c['name']}" for m, c in CASES]
+)
+def test_nothing_read_is_the_facts_empty_state(
+    module_name: str, case: dict, tmp_path: Path
+) -> None:
+    """A module plans from its fact's `State()` when the probe read nothing."""
+    module = REGISTRY[module_name]
+    if module.fact is None or module.fact.State is None:
+        pytest.skip("no fact state for this module")
+    args = _prepared(module, case, tmp_path)
+    assert isinstance(module.decide(args, None, bool(case.get("check"))), Plan)

@@ -65,9 +65,13 @@ class Fact:
 class FactReader(Generic[T]):
     """One fact: the shell snippet that reads it in the container and its parser.
 
+    `State` is the parsed type; `State()` is what the fact says where nothing was read.
+
     `command(args, want_diff)` is the snippet (it joins the container's one
     probe script); `parse(reading)` turns what it printed into a typed value.
     """
+
+    State: ClassVar[type | None] = None
 
     def command(self, args: Any, want_diff: bool) -> str:
         raise NotImplementedError
@@ -127,8 +131,11 @@ class Module:
 
     def decide(self, args: Any, reading: Fact | None, check: bool) -> Plan:
         """Parse what the probe read, then plan."""
-        state = self.fact.parse(reading) if (self.fact and reading is not None) else None
-        return self.plan(args, state, check)
+        if self.fact is None:
+            return self.plan(args, None, check)
+        if reading is None:  # nothing read (a fixture without facts): the fact's empty state
+            return self.plan(args, self.fact.State() if self.fact.State else None, check)
+        return self.plan(args, self.fact.parse(reading), check)
 
     def plan(self, args: Any, state: Any, check: bool) -> Plan:
         raise NotImplementedError

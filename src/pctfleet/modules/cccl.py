@@ -43,6 +43,8 @@ class OverlayState:
 
 
 class OverlayFact(FactReader[OverlayState]):
+    State = OverlayState
+
     def command(self, args: CcclArgs, want_diff: bool) -> str:
         return snippet("cccl_overlay_fact", **args.inputs())
 
@@ -73,8 +75,7 @@ class CcclOverlay(Module):
     Args = CcclArgs
     fact = OverlayFact()
 
-    def plan(self, args: CcclArgs, state: OverlayState | None, check: bool) -> Plan:
-        state = state or OverlayState()
+    def plan(self, args: CcclArgs, state: OverlayState, check: bool) -> Plan:
         manifest = state.manifest
         if args.state == "absent":
             if manifest is None:

@@ -6,7 +6,7 @@ import base64
 import dataclasses
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
@@ -110,13 +110,15 @@ def _find_template(src: str, base: Path, where: str) -> Path:
 class FileContent:
     """What is at `dest`, and for a regular file its sha256 (and its bytes, for a diff)."""
 
-    path: PathState
+    path: PathState = field(default_factory=PathState)
     sha256: str = ""
     content: bytes | None = None
 
 
 class ContentStat(FactReader[FileContent]):
     """`stat` of `dest` plus the sha256 of the file there; its text too when diffing."""
+
+    State = FileContent
 
     def command(self, args: ContentArgs, want_diff: bool) -> str:
         inputs = {"DEST": args.dest, "WANT_DIFF": int(want_diff), "DIFF_LIMIT": DIFF_LIMIT}
@@ -145,8 +147,7 @@ class Copy(Module):
     Args = CopyArgs
     fact = ContentStat()
 
-    def plan(self, args: ContentArgs, state: FileContent | None, check: bool) -> Plan:
-        state = state or FileContent(PathState())
+    def plan(self, args: ContentArgs, state: FileContent, check: bool) -> Plan:
         dest, data = args.dest, args.data
         if state.path.type == "directory":
             return Plan(False, failed=True, msg=f"{dest} is a directory")

@@ -48,6 +48,8 @@ class LinksState:
 
 
 class LinksFact(FactReader[LinksState]):
+    State = LinksState
+
     def command(self, args: LinksArgs, want_diff: bool) -> str:
         return snippet("cuda_links_fact", **args.cuda_inputs())
 
@@ -74,8 +76,7 @@ class CudaLinks(Module):
     Args = LinksArgs
     fact = LinksFact()
 
-    def plan(self, args: LinksArgs, state: LinksState | None, check: bool) -> Plan:
-        state = state or LinksState()
+    def plan(self, args: LinksArgs, state: LinksState, check: bool) -> Plan:
         if not state.cudart:
             return Plan(
                 False,

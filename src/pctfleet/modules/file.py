@@ -31,6 +31,8 @@ class PathState:
 class PathStat(FactReader[PathState]):
     """`stat` of one path, without following a link."""
 
+    State = PathState
+
     def command(self, args: Any, want_diff: bool) -> str:
         return stat_probe(args.path)
 
@@ -96,8 +98,7 @@ class File(Module):
     Args = FileArgs
     fact = PathStat()
 
-    def plan(self, args: FileArgs, state: PathState | None, check: bool) -> Plan:
-        state = state or PathState()
+    def plan(self, args: FileArgs, state: PathState, check: bool) -> Plan:
         path, current = args.path, state.type
         if args.state == "absent":
             if current == "absent":

@@ -63,6 +63,8 @@ class CacheState:
 
 
 class CacheFact(FactReader[CacheState]):
+    State = CacheState
+
     def command(self, args: CacheArgs, want_diff: bool) -> str:
         inputs = {**args.cuda_inputs(), "STAMP": STAMP}
         return snippet("flashinfer_cache_fact", argv=list(args.folders), **inputs)
@@ -95,8 +97,7 @@ class FlashinferCache(Module):
     Args = CacheArgs
     fact = CacheFact()
 
-    def plan(self, args: CacheArgs, state: CacheState | None, check: bool) -> Plan:
-        state = state or CacheState()
+    def plan(self, args: CacheArgs, state: CacheState, check: bool) -> Plan:
         toolchain, folders = state.toolchain, args.folders
         stale = [f for i, f in enumerate(folders) if state.stamps.get(i) != toolchain]
         if not stale:

@@ -166,6 +166,8 @@ class Installed:
 class InstalledPackages(FactReader[Installed]):
     """Every distribution the task's python sees, by PEP 503 name."""
 
+    State = Installed
+
     def command(self, args: PipArgs, want_diff: bool) -> str:
         return snippet("pip_installed", PYTHON=args.python(), PROGRAM=LIST_INSTALLED)
 
@@ -186,8 +188,7 @@ class Pip(Module):
     Args = PipArgs
     fact = InstalledPackages()
 
-    def plan(self, args: PipArgs, state: Installed | None, check: bool) -> Plan:
-        state = state or Installed()
+    def plan(self, args: PipArgs, state: Installed, check: bool) -> Plan:
         installed = state.pkgs
         if args.state == "absent":
             present = [name for _, name, _ in args.requirements() if name in installed]

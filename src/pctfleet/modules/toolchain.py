@@ -247,6 +247,8 @@ class ProbeState:
 
 
 class ProbeFact(FactReader[ProbeState]):
+    State = ProbeState
+
     def command(self, args: ProbeArgs, want_diff: bool) -> str:
         return snippet("compile_probe_fact", **args.cuda_inputs())
 
@@ -279,8 +281,7 @@ class CompileProbe(Module):
     Args = ProbeArgs
     fact = ProbeFact()
 
-    def plan(self, args: ProbeArgs, state: ProbeState | None, check_mode: bool) -> Plan:
-        state = state or ProbeState()
+    def plan(self, args: ProbeArgs, state: ProbeState, check_mode: bool) -> Plan:
         stamp = _stamp(state.toolchain or "None", args)
         if state.stamp == stamp and not args.force:
             return Plan(False, msg=f"probe passed for {args.arch} with this toolchain")
