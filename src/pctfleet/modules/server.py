@@ -260,6 +260,11 @@ class Server(Module):
     Ready means every given check holds: `ready_url` answers `ready_status`,
     `ready_port` accepts TCP, `ready_log` appears in the log. A line from
     `fail_log` in the log, or the process dying, fails at once with the log tail.
+
+    With a serving port (`port`, else `ready_port`, else `ready_url`'s), ready also
+    means the listener on it is in our launch's process group. Whatever else holds that
+    port, or lives by a `stale_pidfiles` file, is a server we did not start: `stale: stop`
+    stops it by PID before the launch, `stale: fail` refuses; both name PID and command line.
     """
 
     name = "server"
