@@ -124,9 +124,13 @@ class ServerArgs(Args):
         if self.ready_port is not None:
             return int(self.ready_port)
         try:
-            return urlsplit(self.ready_url).port if self.ready_url else None
+            url = urlsplit(self.ready_url or "")
+            port = url.port
         except ValueError:
             return None
+        # Only a URL answered inside the container says which port our server holds there.
+        local = (url.hostname or "").startswith("127.") or url.hostname in {"localhost", "::1"}
+        return port if local else None
 
 
 @dataclass(frozen=True)
