@@ -13,7 +13,7 @@ srv_ours() {  # 0: our group listens on SRV_PORT; 1: nobody yet; exit: a strange
   so_any=1
   for so_pid in $(pctfleet_port_pids /proc "$SRV_PORT"); do
     if [ "$(pctfleet_proc_field /proc "$so_pid" 3)" != "$pid" ]; then
-      srv_fail "port $SRV_PORT is held by pid $so_pid ($(tr '\0' ' ' < "/proc/$so_pid/cmdline" 2>/dev/null)), not by the server launched (pid $pid)"
+      srv_fail "port $SRV_PORT is held by pid $so_pid ($(tr '\0' ' ' < "/proc/$so_pid/cmdline" 2>/dev/null | sed 's/ $//')), not by the server launched (pid $pid)"
     fi
     so_any=0
   done
