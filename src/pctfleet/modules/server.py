@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, text, text_list
@@ -80,6 +81,11 @@ class ServerArgs(Args):
     fail_log: tuple[str, ...] = arg((), convert=text_list)
     env_file: str | None = arg(None, convert=text)
     env_file_vars: Mapping[str, str] | None = arg(None, convert=_mapping("env_file_vars"))
+    # The serving port: default ready_port, else ready_url's port. What else holds it, or
+    # lives by a `stale_pidfiles` file, is a server we did not start: stopped, or `fail`.
+    port: Any = arg(None, convert=_number("server", "port", integer=True))
+    stale_pidfiles: tuple[str, ...] = arg((), convert=text_list)
+    stale: str = arg("stop", choices={"stop", "fail"})
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
@@ -112,6 +118,45 @@ class ServerArgs(Args):
         }
         return hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
 
+    def serving_port(self) -> int | None:
+        if self.port is not None:
+            return int(self.port)
+        if self.ready_port is not None:
+            return int(self.ready_port)
+        try:
+            url = urlsplit(self.ready_url or "")
+            port = url.port
+        except ValueError:
+            return None
+        # Only a URL answered inside the container says which port our server holds there.
+        local = (url.hostname or "").startswith("127.") or url.hostname in {"localhost", "::1"}
+        return port if local else None
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A process holding the serving port, or named by a stale PID file."""
+
+    pid: int
+    start: str  # /proc/PID/stat starttime: the PID still names this process when it matches
+    group: int
+    why: str
+    cmdline: str
+
+    @classmethod
+    def parse(cls, line: str) -> Holder | None:
+        parts = line.split("\t", 4)
+        if len(parts) != 5 or not parts[0].isdigit():
+            return None
+        group = int(parts[2]) if parts[2].isdigit() else -1
+        return cls(int(parts[0]), parts[1], group, parts[3], parts[4])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.pid, "cmdline": self.cmdline, "why": self.why}
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} ({self.cmdline}; {self.why})"
+
 
 @dataclass(frozen=True)
 class ProcessState:
@@ -123,6 +168,28 @@ class ProcessState:
     spec: str = ""
     envfile_sha: str = "none"
     health: str = ""
+    holders: tuple[Holder, ...] = ()
+
+    def mine(self, holder: Holder) -> bool:
+        """Our server is a setsid leader: its group is the PID its file names."""
+        pid = (self.pid or "").strip()
+        return self.alive and pid.isdigit() and holder.group == int(pid)
+
+    def strangers(self) -> list[Holder]:
+        """Processes we did not start, once each (a PID found twice joins its reasons)."""
+        found: dict[int, Holder] = {}
+        for holder in self.holders:
+            if self.mine(holder):
+                continue
+            if holder.pid in found:
+                why = f"{found[holder.pid].why}, {holder.why}"
+                holder = dataclasses.replace(found[holder.pid], why=why)
+            found[holder.pid] = holder
+        return list(found.values())
+
+    def listening(self, port: int) -> bool:
+        """Our process group holds the port."""
+        return any(self.mine(h) and h.why == f"listening on port {port}" for h in self.holders)
 
 
 class PidFileProcess(FactReader[ProcessState]):
@@ -136,6 +203,8 @@ class PidFileProcess(FactReader[ProcessState]):
             NAME=args.name if server else "",
             ENV_FILE=(args.env_file or "") if server else "",
             READY_URL=(args.ready_url or "") if server else "",
+            PORT=(args.serving_port() or "") if server else "",
+            STALE_PIDFILES="\n".join(args.stale_pidfiles) if server else "",
         )
 
     def parse(self, reading: Fact) -> ProcessState:
@@ -147,6 +216,11 @@ class PidFileProcess(FactReader[ProcessState]):
             spec=fields.get("spec", ""),
             envfile_sha=fields.get("envfile_sha", "none"),
             health=fields.get("health", ""),
+            holders=tuple(
+                h
+                for key, line in fields.items()
+                if key.startswith("holder") and (h := Holder.parse(line))
+            ),
         )
 
     def converged(self, args: Any, world: World) -> dict[str, str]:
@@ -166,7 +240,17 @@ class ServerProcess(PidFileProcess):
         fields["envfile_sha"] = envsha
         if args.ready_url:
             fields["health"] = args.ready_status
+        if args.serving_port():
+            port = args.serving_port()
+            fields["holder1"] = f"4242\t1\t4242\tlistening on port {port}\t{args.command[0]}"
         return fields
+
+
+def _stale_msg(verb: str, strangers: list[Holder]) -> str:
+    """One line naming every process we did not start: PID, command line and why."""
+    return f"{verb} {len(strangers)} process(es) we did not start: " + ", ".join(
+        str(h) for h in strangers
+    )
 
 
 def stop_script(pidfile: str, grace: Any, expect: str) -> str:
@@ -180,6 +264,11 @@ class Server(Module):
     Ready means every given check holds: `ready_url` answers `ready_status`,
     `ready_port` accepts TCP, `ready_log` appears in the log. A line from
     `fail_log` in the log, or the process dying, fails at once with the log tail.
+
+    With a serving port (`port`, else `ready_port`, else `ready_url`'s), ready also
+    means the listener on it is in our launch's process group. Whatever else holds that
+    port, or lives by a `stale_pidfiles` file, is a server we did not start: `stale: stop`
+    stops it by PID before the launch, `stale: fail` refuses; both name PID and command line.
     """
 
     name = "server"
@@ -192,18 +281,31 @@ class Server(Module):
             if not state.alive and state.pid is None:
                 return Plan(False)
             return Plan(True, script=stop_script(args.pidfile, args.stop_grace, ""), msg="stopping")
+        strangers = state.strangers()
+        if strangers and args.stale == "fail":
+            return Plan(False, failed=True, msg=_stale_msg("refusing to start: held by", strangers))
         healthy = not args.ready_url or state.health == args.ready_status
+        port = args.serving_port()
+        listening = port is None or state.listening(port)
         wanted_spec = f"{args.spec()}-{state.envfile_sha}"
         running = state.alive and (state.pid or "").isdigit()
-        if args.state == "started" and running and state.spec == wanted_spec and healthy:
+        done = running and state.spec == wanted_spec and healthy and listening
+        if args.state == "started" and done and not strangers:
             return Plan(False, msg=f"running, pid {state.pid}", result={"pid": int(state.pid)})
-        reason = self._why(state, healthy, args.state)
+        reason = self._why(state, healthy and listening, args.state)
+        if running and healthy and not listening:
+            reason = f"running but not listening on port {port}"
+        before = "".join(f"{h}\n" for h in strangers)
+        if strangers:
+            reason = f"{reason}; {_stale_msg('stopping', strangers)}"
         diff = {
             "path": args.pidfile,
-            "before": f"{reason}\n",
+            "before": f"{before}{reason}\n",
             "after": f"running {shlex.join(args.command)}\n",
         }
-        return Plan(True, script=self._start_script(args), msg=reason, diff=diff)
+        result = {"stale": [h.to_dict() for h in strangers]} if strangers else {}
+        script = self._start_script(args, strangers)
+        return Plan(True, script=script, msg=reason, diff=diff, result=result)
 
     @staticmethod
     def _why(state: ProcessState, healthy: bool, wanted: str) -> str:
@@ -215,7 +317,7 @@ class Server(Module):
             return f"running but unhealthy (health {state.health})"
         return "running with a different command line or environment"
 
-    def _start_script(self, args: ServerArgs) -> str:
+    def _start_script(self, args: ServerArgs, strangers: list[Holder]) -> str:
         environment = [
             f"{k}={v}" for k, v in {**(args.env or {}), "PCTFLEET_SERVER": args.name}.items()
         ]
@@ -238,6 +340,8 @@ class Server(Module):
             SRV_FAIL_LOG="\n".join(args.fail_log),
             SRV_TIMEOUT=args.ready_timeout,
             SRV_TICKS=int(float(args.ready_timeout) * 10),
+            SRV_PORT=args.serving_port() or "",
+            SRV_STALE="".join(f"{h.pid} {h.start}\n" for h in strangers),
         )
 
     def finish(self, args: dict[str, Any], plan: Plan, rc: int, out: str, err: str) -> dict:

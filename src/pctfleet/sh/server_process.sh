@@ -1,9 +1,11 @@
 # shellcheck shell=sh
 # What a server's PID file says: the PID as written, whether it lives (and carries
 # PCTFLEET_SERVER=NAME), the launch spec beside it, the env file's hash (ENV_FILE given),
-# and the health URL's status while it lives (READY_URL given).
-# inputs: PIDFILE NAME ENV_FILE READY_URL
-# uses: kv pidfile http
+# and the health URL's status while it lives (READY_URL given). `holderN`: one fact per
+# process that holds PORT (listening on it) or that a STALE_PIDFILES line names, as
+# pctfleet_proc_line prints it; the module tells ours (its process group) from the rest.
+# inputs: PIDFILE NAME ENV_FILE READY_URL PORT STALE_PIDFILES
+# uses: kv pidfile http listener
 if [ -f "$PIDFILE" ]; then
   pf_kv pid "$(cat "$PIDFILE")"
   pid=$(pctfleet_live_pid "$PIDFILE")
@@ -22,3 +24,20 @@ if [ -n "$ENV_FILE" ]; then
   fi
 fi
 if [ -n "$READY_URL" ] && [ -n "${pid:-}" ]; then pf_kv health "$(pctfleet_http "$READY_URL")"; fi
+sp_holders=$(
+  if [ -n "$PORT" ]; then
+    pctfleet_port_pids /proc "$PORT" | while read -r sp_pid; do
+      pctfleet_proc_line /proc "$sp_pid" "listening on port $PORT"
+    done
+  fi
+  printf '%s\n' "$STALE_PIDFILES" | while read -r sp_file; do
+    [ -n "$sp_file" ] || continue
+    sp_pid=$(pctfleet_live_pid "$sp_file")
+    if [ -n "$sp_pid" ]; then pctfleet_proc_line /proc "$sp_pid" "named by $sp_file"; fi
+  done
+)
+sp_n=0
+printf '%s\n' "$sp_holders" | while IFS= read -r sp_line; do
+  [ -n "$sp_line" ] || continue
+  sp_n=$((sp_n + 1)); pf_kv "holder$sp_n" "$sp_line"
+done

@@ -1,5 +1,31 @@
 # shellcheck shell=sh
-# Stop a server by its PID file and process group: TERM, grace, then KILL. Never by name.
+# Stop a process by its PID, or a server by its PID file: TERM to the process group,
+# grace, then KILL. Never by name.
+# uses: listener
+pctfleet_signal_target() {  # pid: "-PGRP" where the whole group is this launch's, else PID
+  st_group=$(pctfleet_proc_field /proc "$1" 3)
+  st_own=$(pctfleet_proc_field /proc "$$" 3)
+  case $st_group in '' | *[!0-9]* | 0 | 1 | "$st_own") echo "$1"; return 0 ;; esac
+  # The group of a leader, or an orphaned group (its leader gone: only this launch is left).
+  if [ "$st_group" = "$1" ] || ! kill -0 "$st_group" 2>/dev/null; then
+    echo "-$st_group"
+  else
+    echo "$1"
+  fi
+}
+pctfleet_stop_pid() {  # pid grace
+  sp_pid=$1 sp_grace=$2
+  sp_to=$(pctfleet_signal_target "$sp_pid")
+  kill -TERM "$sp_to" 2>/dev/null || kill -TERM "$sp_pid" 2>/dev/null || true
+  sp_i=0
+  while kill -0 "$sp_to" 2>/dev/null && [ "$sp_i" -lt $((sp_grace * 10)) ]; do
+    sleep 0.1; sp_i=$((sp_i + 1))
+  done
+  if kill -0 "$sp_to" 2>/dev/null; then
+    echo "process $sp_to ignored TERM for ${sp_grace}s: KILL" >&2
+    kill -KILL "$sp_to" 2>/dev/null || true
+  fi
+}
 pctfleet_stop() {  # pidfile grace expect
   pf=$1 grace=$2 expect=$3
   [ -f "$pf" ] || return 0
@@ -9,15 +35,7 @@ pctfleet_stop() {  # pidfile grace expect
     if [ -n "$expect" ] && ! tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$expect"; then
       echo "pid $pid from $pf is not '$expect': left alone" >&2; rm -f "$pf" "$pf.spec"; return 0
     fi
-    kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    i=0
-    while kill -0 "-$pid" 2>/dev/null && [ "$i" -lt $((grace * 10)) ]; do
-      sleep 0.1; i=$((i + 1))
-    done
-    if kill -0 "-$pid" 2>/dev/null; then
-      echo "process group $pid ignored TERM for ${grace}s: KILL" >&2
-      kill -KILL "-$pid" 2>/dev/null || true
-    fi
+    pctfleet_stop_pid "$pid" "$grace"
   fi
   rm -f "$pf" "$pf.spec"
 }
