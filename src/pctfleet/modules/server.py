@@ -195,6 +195,8 @@ class ProcessState:
 class PidFileProcess(FactReader[ProcessState]):
     """The process a PID file names; for a server, also its env file's hash and health."""
 
+    State = ProcessState
+
     def command(self, args: Any, want_diff: bool) -> str:
         server = isinstance(args, ServerArgs)
         return snippet(
@@ -275,8 +277,7 @@ class Server(Module):
     Args = ServerArgs
     fact = ServerProcess()
 
-    def plan(self, args: ServerArgs, state: ProcessState | None, check: bool) -> Plan:
-        state = state or ProcessState()
+    def plan(self, args: ServerArgs, state: ProcessState, check: bool) -> Plan:
         if args.state == "stopped":
             if not state.alive and state.pid is None:
                 return Plan(False)
@@ -385,8 +386,7 @@ class ServerStop(Module):
     Args = ServerStopArgs
     fact = PidFileProcess()
 
-    def plan(self, args: ServerStopArgs, state: ProcessState | None, check: bool) -> Plan:
-        state = state or ProcessState()
+    def plan(self, args: ServerStopArgs, state: ProcessState, check: bool) -> Plan:
         if state.pid is None:
             return Plan(False, msg="no PID file")
         what = f"stop pid {state.pid}" if state.alive else "remove stale PID file"
