@@ -153,3 +153,18 @@ def test_the_health_check_never_goes_through_a_proxy(health_server: str) -> None
     script += f"pctfleet_http_get {health_server}/other 5\n"
     script += "pctfleet_http http://127.0.0.1:9/health\n"
     assert _run(script) == "200\n503\nstarting up\n0\n"
+
+
+def test_a_stale_pid_file_naming_this_script_or_its_parent_stops_nothing(tmp_path: Path) -> None:
+    """Containers reuse PIDs after a restart: a stale PID file may name the launch itself."""
+    inner = tmp_path / "inner.sh"
+    inner.write_text(
+        sh.library(["stop"])
+        + f'echo $$ > {tmp_path}/self.pid\npctfleet_stop {tmp_path}/self.pid 1 ""\n'
+        + f'pctfleet_stop {tmp_path}/parent.pid 1 ""\necho inner-survived\n'
+    )
+    outer = f"echo $$ > {tmp_path}/parent.pid\nsh {inner}\necho outer-survived\n"
+    done = subprocess.run(["sh", "-c", outer], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done
+    assert done.stdout == "inner-survived\nouter-survived\n"
+    assert not (tmp_path / "self.pid").exists()  # the stale file itself is cleared

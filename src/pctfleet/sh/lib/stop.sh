@@ -13,8 +13,20 @@ pctfleet_signal_target() {  # pid: "-PGRP" where the whole group is this launch'
     echo "$1"
   fi
 }
+pctfleet_is_us() {  # pid: this script or one of its ancestors (a stale PID file's PID reused)
+  iu_p=$$
+  while [ -n "$iu_p" ] && [ "$iu_p" -gt 1 ] 2>/dev/null; do
+    [ "$iu_p" = "$1" ] && return 0
+    iu_p=$(pctfleet_proc_field /proc "$iu_p" 2)
+  done
+  return 1
+}
 pctfleet_stop_pid() {  # pid grace
   sp_pid=$1 sp_grace=$2
+  if pctfleet_is_us "$sp_pid"; then
+    echo "pid $sp_pid is this script or its parent (a reused PID): left alone" >&2
+    return 0
+  fi
   sp_to=$(pctfleet_signal_target "$sp_pid")
   kill -TERM "$sp_to" 2>/dev/null || kill -TERM "$sp_pid" 2>/dev/null || true
   sp_i=0
