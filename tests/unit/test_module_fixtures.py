@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from pctfleet.errors import PlaybookError
-from pctfleet.facts.kv import encode_lines
+from pctfleet.facts.kv import encode_fields
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, Plan, World
@@ -54,8 +54,7 @@ def _reading(facts: Any) -> Fact | None:
         return None
     if isinstance(facts, str):  # a whole-fact value, printed as it is
         return Fact(facts, 0)
-    lines = "".join(f"{key}={value}\n" for key, value in facts.items())
-    return Fact(encode_lines(lines), 0)
+    return Fact(encode_fields(facts), 0)
 
 
 def _prepared(module: Any, case: dict, tmp_path: Path) -> Any:

@@ -168,3 +168,10 @@ def test_a_stale_pid_file_naming_this_script_or_its_parent_stops_nothing(tmp_pat
     assert done.returncode == 0, done
     assert done.stdout == "inner-survived\nouter-survived\n"
     assert not (tmp_path / "self.pid").exists()  # the stale file itself is cleared
+
+
+def test_encoded_fields_read_back_exactly() -> None:
+    from pctfleet.facts.kv import decode_fields, encode_fields
+
+    fields = {"spec": "a\nb=c", "empty": "", "pid": "42"}
+    assert decode_fields(encode_fields(fields)) == fields

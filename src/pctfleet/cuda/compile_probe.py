@@ -8,6 +8,7 @@ needs the lib64 links; the NEEDED entries show whether libcuda.so.1 is really
 recorded (a stub exporting nothing links, records nothing, fails at load).
 
 Example (the probe prints through `pf_kv`, which `encode_lines` stands in for):
+    >>> from pctfleet.facts.kv import encode_lines
     >>> parse_probe(encode_lines("probe_compile=ok\\nprobe_link=ok\\nneeded=libcudart.so.13"))
     ProbeResult(compile_ok=True, link_ok=True, needed=['libcudart.so.13'], log='')
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 from pctfleet.cuda.facts import ENV_KEY
 from pctfleet.cuda.rules import arch_parts
-from pctfleet.facts.kv import decode_fields, encode_lines  # noqa: F401 - the docstring example
+from pctfleet.facts.kv import decode_fields
 from pctfleet.sh import q, snippet
 
 PROBE_SOURCE = r"""// pctfleet compile probe: flashinfer's JIT includes and link line, in miniature.

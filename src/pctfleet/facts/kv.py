@@ -53,6 +53,11 @@ def decode_fields(text: str) -> dict[str, str]:
     return dict(decode_pairs(text))
 
 
+def encode_fields(fields: dict[str, str]) -> str:
+    """Fields exactly as `pf_kv` prints them, whatever their values hold (newlines too)."""
+    return "".join(f"{key}={encode(str(value))}\n" for key, value in fields.items())
+
+
 def encode_lines(text: str) -> str:
     """Plain `key=value` lines as a probe prints them (for simulations and tests).
 
