@@ -283,6 +283,14 @@ STARTUP = {
 }
 
 
+def write_docs(path: Path, document: dict) -> None:
+    """The page, keeping the section bench/installers.py wrote (it measures on its own)."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    page = tables.markdown(document)
+    kept = tables.installers_section(old)
+    path.write_text(tables.splice_installers(page, kept) if kept else page, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="samples per measurement (>= 3)")
@@ -300,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         document = json.loads(args.render.read_text(encoding="utf-8"))
         print(tables.console(document))
         if str(args.docs) != "-":
-            args.docs.write_text(tables.markdown(document), encoding="utf-8")
+            write_docs(args.docs, document)
         return 0
     if args.runs < 3:
         parser.error("--runs must be at least 3 (each cell is a median)")
@@ -333,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     print(tables.console(document))
     if str(args.docs) != "-":
-        args.docs.write_text(tables.markdown(document), encoding="utf-8")
+        write_docs(args.docs, document)
         bench.say(f"wrote {args.docs} and {args.json}")
     failed = [s for s in bench.samples if not s.ok] + [
         c for c in bench.checks if not c["converged"]

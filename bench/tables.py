@@ -463,3 +463,67 @@ def _scale_finding(sim: list[dict]) -> str:
             "comes down."
         )
     return text
+
+
+# -- uv against pip: the toolchain install (bench/installers.py) -------------------------
+
+INSTALLERS_BEGIN = "<!-- section: installers (bench/installers.py) -->"
+INSTALLERS_END = "<!-- end of section: installers -->"
+INSTALLERS_HEADER = ["cache", "pip s, median (min-max)", "uv s, median (min-max)", "pip / uv"]
+
+
+def installers_rows(document: dict) -> list[list[str]]:
+    rows = []
+    for mode in ("cold", "warm"):
+        pip, uv = document["cells"][f"pip/{mode}"], document["cells"][f"uv/{mode}"]
+        cells = [
+            f"{c['median_s']:.2f} ({min(c['samples']):.2f}-{max(c['samples']):.2f})"
+            for c in (pip, uv)
+        ]
+        rows.append([mode, *cells, f"{pip['median_s'] / uv['median_s']:.1f}x"])
+    return rows
+
+
+def installers_console(document: dict) -> str:
+    m = document["machine"]
+    title = f"{document['requirement']} on {m['nproc']} CPUs, {m['date']}"
+    return title + "\n" + _text_table(INSTALLERS_HEADER, installers_rows(document))
+
+
+def installers_markdown(document: dict) -> str:
+    m, v, cache = document["machine"], document["versions"], document["cache_mb"]
+    return "\n".join(
+        [
+            INSTALLERS_BEGIN,
+            "## The CUDA toolchain install: uv against pip",
+            "",
+            f"Written by `bench/installers.py`. `{document['requirement']}` into a fresh venv",
+            f"in the lab's {document['container']}; wall seconds of the installer alone,",
+            f"median of {document['runs']} (min-max). Cold: the installer's cache off; warm:",
+            "one untimed run first. Every run's installed versions equal the pins.",
+            "",
+            f"- machine: {m['nproc']} CPUs, {m['cpu_model']}, kernel {m['kernel']}",
+            f"- date: {m['date']}; pip {v['pip']}, uv {v['uv']}",
+            f"- cache after the warm runs: pip {cache['pip']} MB, uv {cache['uv']} MB",
+            "",
+            _md_table(INSTALLERS_HEADER, installers_rows(document)),
+            INSTALLERS_END,
+        ]
+    )
+
+
+def splice_installers(page: str, document: dict | str) -> str:
+    """The page with its installers section replaced (or appended); a str is kept as is."""
+    section = document if isinstance(document, str) else installers_markdown(document)
+    if INSTALLERS_BEGIN in page and INSTALLERS_END in page:
+        head, rest = page.split(INSTALLERS_BEGIN, 1)
+        return head + section + rest.split(INSTALLERS_END, 1)[1]
+    return page.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def installers_section(page: str) -> str | None:
+    """The installers section of an existing page, to carry into a rewritten one."""
+    if INSTALLERS_BEGIN not in page or INSTALLERS_END not in page:
+        return None
+    body = page.split(INSTALLERS_BEGIN, 1)[1].split(INSTALLERS_END, 1)[0]
+    return INSTALLERS_BEGIN + body + INSTALLERS_END
