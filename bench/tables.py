@@ -505,11 +505,21 @@ def installers_markdown(document: dict) -> str:
             f"- machine: {m['nproc']} CPUs, {m['cpu_model']}, kernel {m['kernel']}",
             f"- date: {m['date']}; pip {v['pip']}, uv {v['uv']}",
             f"- cache after the warm runs: pip {cache['pip']} MB, uv {cache['uv']} MB",
+            *_empty_cache_note(cache),
             "",
             _md_table(INSTALLERS_HEADER, installers_rows(document)),
             INSTALLERS_END,
         ]
     )
+
+
+def _empty_cache_note(cache: dict) -> list[str]:
+    """A warm cell is only warm if the cache holds the wheels: say so when it does not."""
+    empty = [name for name, mb in cache.items() if mb < 1]
+    return [
+        f"- {name}'s cache held nothing after its warm-up run: its warm runs downloaded again"
+        for name in empty
+    ]
 
 
 def splice_installers(page: str, document: dict | str) -> str:

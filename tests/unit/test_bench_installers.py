@@ -46,3 +46,9 @@ def test_a_rewritten_page_carries_the_old_section_over():
     assert kept and kept.startswith(tables.INSTALLERS_BEGIN)
     assert tables.splice_installers("# new page\n", kept) == "# new page\n\n" + kept + "\n"
     assert tables.installers_section("# no section\n") is None
+
+
+def test_an_empty_warm_cache_is_named():
+    page = tables.installers_markdown(DOC)
+    assert "pip's cache held nothing after its warm-up run" in page
+    assert "uv's cache held nothing" not in page
