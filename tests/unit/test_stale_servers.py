@@ -158,3 +158,92 @@ def test_another_process_answering_on_the_port_is_never_ready(
         assert os.path.exists(f"/proc/{old}")
     finally:
         sh(f"kill -TERM -{int((tmp_path / 't.pid').read_text())}")
+
+
+def _fake_proc(root: Path, pid: int, group: int, cmdline: bytes, links: dict[str, str]) -> None:
+    (root / f"{pid}/fd").mkdir(parents=True)
+    for fd, target in links.items():
+        (root / f"{pid}/fd/{fd}").symlink_to(target)
+    stat = f"{pid} (x) S 1 {group} 7 0 " + "0 " * 14 + f"{pid}00 0\n"
+    (root / f"{pid}/stat").write_text(stat)
+    (root / f"{pid}/cmdline").write_bytes(cmdline)
+
+
+def _gpu_tree(tmp_path: Path) -> tuple[Path, Path]:
+    proc, dev = tmp_path / "proc", tmp_path / "dev"
+    dev.mkdir()
+    (dev / "nvidia0").touch()
+    _fake_proc(proc, 10, 10, b"python3\0-m\0sglang.launch_server\0", {"5": "/dev/nvidia0"})
+    _fake_proc(proc, 11, 10, b"worker\0", {"3": "/dev/nvidiactl", "4": "/dev/nvidia0"})
+    _fake_proc(proc, 20, 20, b"evil\tname\nx\0--gpu\0", {"1": "/dev/nvidia1", "2": "/dev/null"})
+    _fake_proc(proc, 30, 30, b"nvidia-smi\0", {"1": "/dev/null", "2": "socket:[9]"})
+    return proc, dev
+
+
+def test_gpu_holders_are_found_by_fd_links_in_a_fake_proc_never_by_name(tmp_path: Path) -> None:
+    proc, dev = _gpu_tree(tmp_path)
+    out = sh(library(["listener"]) + f"pctfleet_holder_lines {proc} {dev} '' ''")
+    assert out.stdout.splitlines() == [
+        "10\t1000\t10\tholds /dev/nvidia0\tpython3 -m sglang.launch_server",
+        "11\t1100\t10\tholds /dev/nvidia0, /dev/nvidiactl\tworker",
+        "20\t2000\t20\tholds /dev/nvidia1\tevil name x --gpu",
+    ], out.stderr
+
+
+def test_no_gpu_device_means_no_gpu_scan(tmp_path: Path) -> None:
+    proc, dev = _gpu_tree(tmp_path)
+    (dev / "nvidia0").unlink()
+    out = sh(library(["listener"]) + f"pctfleet_gpu_pids {proc} {dev}")
+    assert out.stdout == "" and out.returncode == 0
+
+
+def test_gpu_holders_outside_our_group_are_strangers_ours_are_not() -> None:
+    from pctfleet.modules.server import Holder, ProcessState
+
+    lines = ["10\t1\t10\tholds /dev/nvidia0\tsglang", "11\t1\t10\tholds /dev/nvidia0\tw"]
+    lines.append("20\t1\t20\tholds /dev/nvidia1\tother")
+    holders = tuple(h for line in lines if (h := Holder.parse(line)))
+    state = ProcessState(pid="10", alive=True, ours=True, holders=holders)
+    assert [h.pid for h in state.strangers()] == [20]
+    # The same PID file without our marker: nothing is ours, all three are reported.
+    foreign = ProcessState(pid="10", alive=True, ours=False, holders=holders)
+    assert [h.pid for h in foreign.strangers()] == [10, 11, 20]
+
+
+def _marked_server(tmp_path: Path, port: int) -> int:
+    """Our PID file names a live process without PCTFLEET_SERVER=t: a reused PID."""
+    pid = _nohup_server(port)
+    (tmp_path / "t.pid").write_text(f"{pid}\n")
+    return pid
+
+
+def test_a_pid_file_naming_a_foreign_process_is_reported_and_refused_under_fail(
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+    foreign = _marked_server(tmp_path, port)
+    try:
+        args = _args(tmp_path, _free_port(), stale="fail")
+        state = read(Server().probe(args, False))
+        plan = Server().decide(args, state, False)
+        assert plan.failed and plan.script is None, plan.msg
+        assert f"pid {foreign} (" in plan.msg and "not started by pctfleet" in plan.msg
+        assert os.path.exists(f"/proc/{foreign}")
+    finally:
+        _kill(foreign)
+
+
+def test_the_launch_never_stops_a_foreign_pid_from_our_pid_file_as_ours(tmp_path: Path) -> None:
+    port = _free_port()
+    foreign = _marked_server(tmp_path, port)
+    ours_port = _free_port()
+    args = _args(tmp_path, ours_port)
+    plan = Server().decide(args, None, False)  # as if the PID was reused after the probe
+    try:
+        done = sh(plan.script or "")
+        assert done.returncode == 0, done.stderr
+        assert "not started by pctfleet: not stopped as ours" in done.stderr
+        assert os.path.exists(f"/proc/{foreign}") and _listening(port)
+    finally:
+        _kill(foreign)
+        sh(f"kill -TERM -{int((tmp_path / 't.pid').read_text())}")

@@ -69,7 +69,7 @@ def audit_command(
     from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
     inv, containers = sel.select()
-    probes = {"fingerprint": drift.fingerprint_snippet}
+    probes = {"fingerprint": drift.fingerprint_snippet, "stale": drift.stale_snippet}
     options = run.run_options(check=True, diff=True, extra_probes=probes)
     request = RunRequest(
         default_playbook(playbook), inv, containers, conn.options(), options, forks

@@ -59,6 +59,8 @@ def _probe_and_findings(console: Console, item: Diagnosis) -> None:
             else ("compile failed" if not item.probe.compile_ok else "link failed", "bold red")
         )
         console.print(line(f"probe ({item.arch}): ", state))
+    for stale in item.stale.lines():
+        console.print(line(("stale", "bold red"), f" {stale}"))
     for finding in item.findings:
         console.print(
             line(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pctfleet.cuda.facts import parse_toolchain, toolchain_snippet
+from pctfleet.cuda.stale import describe, parse_stale, stale_snippet  # noqa: F401  (the probe)
 from pctfleet.facts.kv import decode_fields
 from pctfleet.jsonfields import json_fields
 from pctfleet.modules.cccl import MANIFEST
@@ -81,7 +82,7 @@ def _manifest(text: str) -> dict:
 
 @dataclass
 class DriftItem:
-    kind: str  # task | baseline | extra-package | missing
+    kind: str  # task | baseline | extra-package | missing | stale-process | stale-cache
     what: str
     expected: str
     actual: str  # in JSON as these four fields (json_fields turns a dataclass into its fields)
@@ -115,6 +116,17 @@ class ContainerAudit:
         )
 
 
+def _stale_items(run: ContainerRun) -> list[DriftItem]:
+    found = parse_stale(run.extra_facts.get("stale", ""))
+    items = [
+        DriftItem("stale-process", f"pid {h.pid}", "only processes pctfleet started", describe(h))
+        for h in found.processes
+    ]
+    return items + [
+        DriftItem("stale-cache", c.folder, f"toolchain {c.toolchain}", str(c)) for c in found.cache
+    ]
+
+
 def judge(run: ContainerRun, baseline: dict[str, str] | None) -> ContainerAudit:
     """Drift items from a check-mode run and, when recorded, the baseline."""
     audit = ContainerAudit(run.key, "clean", remote_calls=run.remote_calls)
@@ -122,7 +134,8 @@ def judge(run: ContainerRun, baseline: dict[str, str] | None) -> ContainerAudit:
         audit.status, audit.message = run.status, run.message
         return audit
     audit.fingerprint = fingerprint(run.extra_facts.get("fingerprint", ""))
-    audit.items = _task_items(run) + _baseline_items(audit.fingerprint, baseline)
+    audit.items = _task_items(run) + _stale_items(run)
+    audit.items += _baseline_items(audit.fingerprint, baseline)
     if run.status == "failed":
         audit.status, audit.message = "drift", run.message
     if audit.items:

@@ -15,8 +15,9 @@ from pctfleet.cuda.compile_probe import ProbeResult, parse_probe, probe_script
 from pctfleet.cuda.facts import PIP_NAMES, ToolchainFacts, parse_toolchain, toolchain_snippet
 from pctfleet.cuda.known_errors import Finding, scan
 from pctfleet.cuda.rules import RuleResult, check, verdict
+from pctfleet.cuda.stale import Stale, parse_stale, stale_snippet
 from pctfleet.facts import script as framing
-from pctfleet.jsonfields import json_fields
+from pctfleet.jsonfields import json_fields, plain
 from pctfleet.sh import snippet
 from pctfleet.transport.base import Target, TransportError
 
@@ -32,6 +33,7 @@ class DoctorRequest:
     env_file: str | None = "/etc/pctfleet/sglang.env"
     server_log: str | None = "/var/log/pctfleet/sglang.log"
     run_probe: bool = True
+    site: dict = field(default_factory=dict)  # inventory vars: the server's port and PID file
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     verdict: str = ""
     remote_calls: int = 0
+    stale: Stale = field(default_factory=Stale)
 
     @property
     def healthy(self) -> bool:
@@ -74,20 +77,25 @@ class Diagnosis:
         return found
 
     def as_json(self) -> dict:
-        return json_fields(
+        found = json_fields(
             self,
             "container status healthy message verdict arch cuda_home components rules probe "
             "findings remote_calls",
             cuda_home=self.facts.cuda_home if self.facts else None,
             components=self.components(),
         )
+        if self.stale.processes:
+            found["stale_processes"] = [h.to_dict() for h in self.stale.processes]
+        if self.stale.cache:
+            found["stale_cache"] = plain(self.stale.cache)
+        return found
 
 
 def diagnose(target: Target, request: DoctorRequest) -> Diagnosis:
     """Read, judge, compile: the whole diagnosis of one container."""
     result = Diagnosis(target.name)
     try:
-        facts, log, env = _read(target, request)
+        facts, log, env, result.stale = _read(target, request)
         result.facts = facts
         result.arch = request.arch or _gpu_arch(facts) or "sm_120"
         expected = request.cuda_toolkit or facts.torch_requires_cuda_toolkit
@@ -109,16 +117,19 @@ def diagnose(target: Target, request: DoctorRequest) -> Diagnosis:
     return result
 
 
-def _read(target: Target, request: DoctorRequest) -> tuple[ToolchainFacts, str, dict]:
-    """One call: toolchain facts, the server log's tail, the server's environment file."""
+def _read(target: Target, request: DoctorRequest) -> tuple[ToolchainFacts, str, dict, Stale]:
+    """One call: toolchain facts, the server log's tail and environment file, what is stale."""
+    site = {**request.site, "venv": request.venv}
     snippets = {"facts": toolchain_snippet(request.venv, env_file=request.env_file)}
+    snippets["stale"] = stale_snippet(site)
     if request.server_log:
         snippets["log"] = snippet("file_b64", FILE=request.server_log, TAIL_LINES=LOG_LINES)
     if request.env_file:
         snippets["env"] = snippet("file_b64", FILE=request.env_file, TAIL_LINES="")
     output = framing.run_probe(target, snippets)
     facts = parse_toolchain(output["facts"].output if "facts" in output else "")
-    return facts, _decoded(output.get("log")), _env_values(_decoded(output.get("env")))
+    stale = parse_stale(output["stale"].output if "stale" in output else "")
+    return facts, _decoded(output.get("log")), _env_values(_decoded(output.get("env"))), stale
 
 
 def _decoded(fact) -> str:  # noqa: ANN001
@@ -161,7 +172,8 @@ def _judge(result: Diagnosis) -> None:
     probe_failed = result.probe is not None and not (
         result.probe.compile_ok and result.probe.link_ok
     )
-    if failing or probe_failed or result.findings:
+    stale = result.stale.lines()
+    if failing or probe_failed or result.findings or stale:
         result.status = "problem"
     result.verdict = verdict(result.rules)
     if result.verdict == "healthy" and probe_failed:
@@ -170,6 +182,8 @@ def _judge(result: Diagnosis) -> None:
         )
     elif result.verdict == "healthy" and result.findings:
         result.verdict = f"the server log shows: {result.findings[0].cause}"
+    elif result.verdict == "healthy" and stale:
+        result.verdict = stale[0]
 
 
 def request_for(variables: dict, overrides: dict) -> DoctorRequest:
@@ -179,6 +193,7 @@ def request_for(variables: dict, overrides: dict) -> DoctorRequest:
         env_file=variables.get("server_env_file", DoctorRequest.env_file),
         server_log=variables.get("server_log", DoctorRequest.server_log),
         arch=variables.get("gpu_arch"),
+        site=dict(variables),
     )
     for key, value in overrides.items():
         if value is not None:

@@ -170,10 +170,14 @@ class ProcessState:
     health: str = ""
     holders: tuple[Holder, ...] = ()
 
+    @property
+    def running(self) -> bool:
+        """The PID file names a live process that carries our launch's marker."""
+        return self.alive and self.ours and (self.pid or "").strip().isdigit()
+
     def mine(self, holder: Holder) -> bool:
         """Our server is a setsid leader: its group is the PID its file names."""
-        pid = (self.pid or "").strip()
-        return self.alive and pid.isdigit() and holder.group == int(pid)
+        return self.running and holder.group == int((self.pid or "").strip())
 
     def strangers(self) -> list[Holder]:
         """Processes we did not start, once each (a PID found twice joins its reasons)."""
@@ -289,7 +293,7 @@ class Server(Module):
         port = args.serving_port()
         listening = port is None or state.listening(port)
         wanted_spec = f"{args.spec()}-{state.envfile_sha}"
-        running = state.alive and (state.pid or "").isdigit()
+        running = state.running
         done = running and state.spec == wanted_spec and healthy and listening
         if args.state == "started" and done and not strangers:
             return Plan(False, msg=f"running, pid {state.pid}", result={"pid": int(state.pid)})
@@ -314,6 +318,8 @@ class Server(Module):
             return "restart requested"
         if not state.alive:
             return "not running"
+        if not state.ours:
+            return "its PID file names a process pctfleet did not start"
         if not healthy:
             return f"running but unhealthy (health {state.health})"
         return "running with a different command line or environment"
@@ -325,6 +331,7 @@ class Server(Module):
         return snippet(
             "server_start",
             argv=[*environment, "setsid", *args.command],
+            SRV_NAME=args.name,
             SRV_PIDFILE=args.pidfile,
             SRV_LOG=args.logfile,
             SRV_GRACE=int(args.stop_grace),

@@ -1,9 +1,9 @@
-# shellcheck shell=sh
 # What a server's PID file says: the PID as written, whether it lives (and carries
-# PCTFLEET_SERVER=NAME), the launch spec beside it, the env file's hash (ENV_FILE given),
-# and the health URL's status while it lives (READY_URL given). `holderN`: one fact per
-# process that holds PORT (listening on it) or that a STALE_PIDFILES line names, as
-# pctfleet_proc_line prints it; the module tells ours (its process group) from the rest.
+# PCTFLEET_SERVER=NAME: `ours`), the launch spec beside it, the env file's hash (ENV_FILE
+# given), and the health URL's status while it lives (READY_URL given). `holderN`: one fact
+# per process that holds PORT (listening on it), that a STALE_PIDFILES line names, that
+# holds /dev/nvidia* open, or that our PID file names without our marker (a reused PID),
+# as pctfleet_proc_line prints it; the module tells ours (its process group) from the rest.
 # inputs: PIDFILE NAME ENV_FILE READY_URL PORT STALE_PIDFILES
 # uses: kv pidfile http listener
 if [ -f "$PIDFILE" ]; then
@@ -11,8 +11,7 @@ if [ -f "$PIDFILE" ]; then
   pid=$(pctfleet_live_pid "$PIDFILE")
   if [ -n "$pid" ]; then
     pf_kv alive 1
-    tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null |
-      grep -qx "PCTFLEET_SERVER=$NAME" && pf_kv ours 1
+    if pctfleet_pid_marked "$pid" "$NAME"; then pf_kv ours 1; fi
   fi
   if [ -f "$PIDFILE.spec" ]; then pf_kv spec "$(cat "$PIDFILE.spec")"; fi
 fi
@@ -25,16 +24,10 @@ if [ -n "$ENV_FILE" ]; then
 fi
 if [ -n "$READY_URL" ] && [ -n "${pid:-}" ]; then pf_kv health "$(pctfleet_http "$READY_URL")"; fi
 sp_holders=$(
-  if [ -n "$PORT" ]; then
-    pctfleet_port_pids /proc "$PORT" | while read -r sp_pid; do
-      pctfleet_proc_line /proc "$sp_pid" "listening on port $PORT"
-    done
+  pctfleet_holder_lines /proc /dev "$PORT" "$STALE_PIDFILES"
+  if [ -n "$NAME" ] && [ -n "${pid:-}" ] && ! pctfleet_pid_marked "$pid" "$NAME"; then
+    pctfleet_proc_line /proc "$pid" "named by $PIDFILE, not started by pctfleet"
   fi
-  printf '%s\n' "$STALE_PIDFILES" | while read -r sp_file; do
-    [ -n "$sp_file" ] || continue
-    sp_pid=$(pctfleet_live_pid "$sp_file")
-    if [ -n "$sp_pid" ]; then pctfleet_proc_line /proc "$sp_pid" "named by $sp_file"; fi
-  done
 )
 sp_n=0
 printf '%s\n' "$sp_holders" | while IFS= read -r sp_line; do

@@ -6,9 +6,11 @@
 # SRV_STALE: "PID STARTTIME" lines of processes we did not start that hold the port: each
 # is stopped first while it is still that process. With SRV_PORT, ready also means the
 # listener on the port is in our launch's process group; a stranger there fails at once.
+# A PID file whose process lacks PCTFLEET_SERVER=SRV_NAME is not ours: it is forgotten, never
+# stopped as ours (the probe reported it; SRV_STALE carries it when it is to be stopped).
 # "$@": NAME=value words for the server's environment, then `setsid` and its command line.
-# inputs: SRV_PIDFILE SRV_LOG SRV_GRACE SRV_WORKDIR SRV_ENV_FILE SRV_SPEC SRV_URL SRV_STATUS SRV_TCP_ADDRESS SRV_TCP_PORT SRV_READY_LOG SRV_FAIL_CHECK SRV_FAIL_LOG SRV_TIMEOUT SRV_TICKS SRV_PORT SRV_STALE
-# uses: stop http envfile listener
+# inputs: SRV_NAME SRV_PIDFILE SRV_LOG SRV_GRACE SRV_WORKDIR SRV_ENV_FILE SRV_SPEC SRV_URL SRV_STATUS SRV_TCP_ADDRESS SRV_TCP_PORT SRV_READY_LOG SRV_FAIL_CHECK SRV_FAIL_LOG SRV_TIMEOUT SRV_TICKS SRV_PORT SRV_STALE
+# uses: stop http envfile listener pidfile
 srv_ours() {  # 0: our group listens on SRV_PORT; 1: nobody yet; exit: a stranger does
   so_any=1
   for so_pid in $(pctfleet_port_pids /proc "$SRV_PORT"); do
@@ -32,6 +34,11 @@ srv_fail() {  # message
   exit 1
 }
 set -e
+st_pid=$(pctfleet_live_pid "$SRV_PIDFILE")
+if [ -n "$st_pid" ] && ! pctfleet_pid_marked "$st_pid" "$SRV_NAME"; then
+  echo "pid $st_pid from $SRV_PIDFILE was not started by pctfleet: not stopped as ours" >&2
+  rm -f "$SRV_PIDFILE" "$SRV_PIDFILE.spec"
+fi
 pctfleet_stop "$SRV_PIDFILE" "$SRV_GRACE" ''
 printf '%s\n' "$SRV_STALE" | while read -r st_pid st_start; do
   [ -n "$st_pid" ] || continue

@@ -2,6 +2,7 @@
 # Which processes hold a TCP port, found by socket inode (/proc/net/tcp and tcp6, then the
 # /proc/PID/fd links), never by a name. The first argument is the proc root: /proc, or a
 # fake tree in tests.
+# uses: pidfile
 # pctfleet_proc_field ROOT PID N: field N of PID's stat counted after "(comm)" (1 state,
 # 3 pgrp, 20 starttime): comm may hold spaces.
 pctfleet_proc_field() {
@@ -21,4 +22,31 @@ pctfleet_proc_line() {
   pl_cmd=$(tr '\0\t\n' '   ' < "$1/$2/cmdline" 2>/dev/null | cut -c1-300)
   printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$(pctfleet_proc_field "$1" "$2" 20)" \
     "$(pctfleet_proc_field "$1" "$2" 3)" "$3" "${pl_cmd% }"
+}
+# pctfleet_gpu_pids ROOT DEVDIR: "PID DEVICE[, DEVICE]" for each process with a descriptor
+# open on /dev/nvidia* (its fd links, never its name); nothing when DEVDIR has no nvidia*.
+pctfleet_gpu_pids() {
+  for gp_dev in "$2"/nvidia*; do [ -e "$gp_dev" ] && break; done
+  [ -e "$gp_dev" ] || return 0
+  find "$1"/[0-9]*/fd -maxdepth 1 -lname '/dev/nvidia*' -printf '%p %l\n' 2>/dev/null |
+    sed "s|^$1/||; s|/fd/[^ ]* | |" | sort -u |
+    awk '{ if ($1 in d) d[$1] = d[$1] ", " $2; else d[$1] = $2 } END { for (p in d) print p, d[p] }' |
+    sort -n
+}
+# pctfleet_holder_lines ROOT DEVDIR PORT PIDFILES: a pctfleet_proc_line per process that
+# listens on PORT, lives by a PIDFILES line (newline-separated) or holds /dev/nvidia*.
+pctfleet_holder_lines() {
+  if [ -n "$3" ]; then
+    pctfleet_port_pids "$1" "$3" | while read -r hl_pid; do
+      pctfleet_proc_line "$1" "$hl_pid" "listening on port $3"
+    done
+  fi
+  printf '%s\n' "$4" | while read -r hl_file; do
+    [ -n "$hl_file" ] || continue
+    hl_pid=$(pctfleet_live_pid "$hl_file")
+    if [ -n "$hl_pid" ]; then pctfleet_proc_line "$1" "$hl_pid" "named by $hl_file"; fi
+  done
+  pctfleet_gpu_pids "$1" "$2" | while read -r hl_pid hl_devs; do
+    pctfleet_proc_line "$1" "$hl_pid" "holds $hl_devs"
+  done
 }

@@ -15,3 +15,6 @@ pctfleet_live_pid() {  # pidfile
   [ "$(cut -d' ' -f3 "/proc/$lp_pid/stat" 2>/dev/null)" = Z ] && return 0
   echo "$lp_pid"
 }
+pctfleet_pid_marked() {  # pid name: its environment carries PCTFLEET_SERVER=NAME (ours)
+  tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -qxF "PCTFLEET_SERVER=$2"
+}
