@@ -7,6 +7,7 @@ and returns, whether a port answers, whether a process is alive.
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import subprocess
 import time
@@ -422,7 +423,9 @@ FLAVOURS = [("trixie", "minimal"), ("bookworm", "systemd"), ("trixie", "systemd"
 
 def in_ct(lab: Lab, where: tuple[str, int], *cmd: str, timeout: float = 60) -> str:
     node, ctid = where
-    res = ssh(lab, node, "pct", "exec", str(ctid), "--", *cmd, timeout=timeout)
+    # ssh hands the remote words to a shell: quote them.
+    remote = shlex.join(["pct", "exec", str(ctid), "--", *cmd])
+    res = ssh(lab, node, remote, timeout=timeout)
     assert res.returncode == 0, (cmd, res.stderr)
     return res.stdout.strip()
 

@@ -199,7 +199,7 @@ def _print_status(result: LabStatus) -> None:
         cts = line()
         for c in node.containers:
             state = ("running", "green") if c.running else (c.state, "red")
-            cts.append_text(line("  " if cts else "", f"{c.ctid}:", state, f" {_flavour(c)}"))
+            cts.append_text(line("\n" if cts else "", f"{c.ctid}:", state, f" {_flavour(c)}"))
         address = f"{node.address}:{node.port}"
         table.add_row(line(node.name), line(address), sshd, line(node.relay or ""), cts)
     out.print(table)
