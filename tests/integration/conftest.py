@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -33,3 +33,29 @@ def lab() -> Iterator[Lab]:
     shared = Lab()
     shared.up(nodes=2, containers=2)
     yield shared
+
+
+# The shared lab's extra containers on node1, one per flavour (suite, init).
+EXTRA_CTS = {
+    ("bookworm", "minimal"): 200,  # the base containers already are this flavour
+    ("trixie", "minimal"): 210,
+    ("bookworm", "systemd"): 220,
+    ("trixie", "systemd"): 221,
+}
+
+ExtraCt = Callable[..., tuple[str, int]]
+
+
+@pytest.fixture(scope="session")
+def extra_ct(lab: Lab) -> ExtraCt:
+    """`extra_ct(suite="trixie", init="minimal") -> ("node1", ctid)`: a running
+    container of that flavour in the shared lab, added on first use and left
+    running (a later `up` keeps it). Use `pct exec` on the node as usual."""
+
+    def get(suite: str = "trixie", init: str = "minimal") -> tuple[str, int]:
+        ctid = EXTRA_CTS[(suite, init)]
+        if ctid != 200:
+            lab.add_container("node1", ctid, suite=suite, init=init)
+        return "node1", ctid
+
+    return get

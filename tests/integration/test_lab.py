@@ -7,6 +7,7 @@ and returns, whether a port answers, whether a process is alive.
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import subprocess
 import time
@@ -413,3 +414,145 @@ def test_missing_packages_say_how_to_install(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(system, "which", lambda tool: None if tool == "debootstrap" else tool)
     with pytest.raises(LabError, match="apt-get install -y openssh-server lxc debootstrap"):
         system.check_host()
+
+
+# --- flavours: trixie and systemd containers -------------------------------------------
+
+FLAVOURS = [("trixie", "minimal"), ("bookworm", "systemd"), ("trixie", "systemd")]
+
+
+def in_ct(lab: Lab, where: tuple[str, int], *cmd: str, timeout: float = 60) -> str:
+    node, ctid = where
+    # ssh hands the remote words to a shell: quote them.
+    remote = shlex.join(["pct", "exec", str(ctid), "--", *cmd])
+    res = ssh(lab, node, remote, timeout=timeout)
+    assert res.returncode == 0, (cmd, res.stderr)
+    return res.stdout.strip()
+
+
+def boot_state(lab: Lab, where: tuple[str, int]) -> str:
+    node, ctid = where
+    res = ssh(lab, node, "pct", "exec", str(ctid), "--",
+              "systemctl", "is-system-running", "--wait", timeout=120)  # fmt: skip
+    if res.stdout.strip() != "running":
+        failed = ssh(lab, node, "pct", "exec", str(ctid), "--", "systemctl", "--failed")
+        return f"{res.stdout.strip()}: {failed.stdout}"
+    return "running"
+
+
+@pytest.mark.parametrize(("suite", "init"), FLAVOURS)
+def test_flavour_inside_the_container(lab: Lab, extra_ct, suite: str, init: str) -> None:
+    where = extra_ct(suite, init)
+    major = in_ct(lab, where, "cat", "/etc/debian_version").split(".")[0]
+    assert major == {"bookworm": "12", "trixie": "13"}[suite]
+    version = in_ct(lab, where, "python3", "-c", "import sys;print(sys.version_info[:2])")
+    assert version == {"bookworm": "(3, 11)", "trixie": "(3, 13)"}[suite]
+    pid1 = in_ct(lab, where, "readlink", "/proc/1/exe")
+    if init == "systemd":
+        assert pid1 == "/usr/lib/systemd/systemd"
+        assert boot_state(lab, where) == "running"
+    else:
+        assert pid1 == "/usr/bin/python3.13"  # the lab's tiny init
+    # The seeding every flavour needs: hostname, hosts, DNS, CA bundle, pip cache.
+    assert in_ct(lab, where, "hostname") == f"n1-ct{where[1]}"
+    assert f"n1-ct{where[1]}" in in_ct(lab, where, "cat", "/etc/hosts")
+    in_ct(lab, where, "test", "-s", "/etc/resolv.conf")
+    in_ct(lab, where, "test", "-s", "/etc/ssl/certs/ca-certificates.crt")
+    assert in_ct(lab, where, "findmnt", "-n", "-o", "TARGET", "/root/.cache/pip")
+
+
+def test_flavours_in_status_and_inventory_and_add_is_idempotent(lab: Lab, extra_ct) -> None:
+    for suite, init in FLAVOURS:
+        extra_ct(suite, init)
+    again = lab.add_container("node1", 221, suite="trixie", init="systemd")
+    assert (again.ctid, again.state, again.suite, again.init) == (
+        221,
+        "running",
+        "trixie",
+        "systemd",
+    )
+    with pytest.raises(LabError) as err:
+        lab.add_container("node1", 220, suite="trixie", init="minimal")
+    assert "bookworm/systemd" in str(err.value) and "trixie/minimal" in str(err.value)
+    node1 = lab.status().nodes[0]
+    flavours = {c.ctid: (c.suite, c.init, c.state) for c in node1.containers}
+    assert flavours[200] == ("bookworm", "minimal", "running")
+    assert flavours[210] == ("trixie", "minimal", "running")
+    assert flavours[220] == ("bookworm", "systemd", "running")
+    inventory = yaml.safe_load(lab.inventory.read_text())
+    assert inventory["nodes"]["node1"]["containers"][221]["name"] == "n1-ct221"
+    assert "node1/221" in inventory["groups"]["systemd"]["containers"]
+    # `up` keeps them and their flavours, and makes no extra base containers.
+    info = lab.up(nodes=2, containers=2)
+    assert info.nodes[0].containers == [200, 201, 210, 220, 221]
+    assert info.nodes[1].containers == [200, 201]
+    listing = ssh(lab, "node1", "pct", "list").stdout
+    assert "n1-ct221" in listing
+
+
+def test_enabled_unit_survives_pct_reboot_and_stop_start(lab: Lab, extra_ct) -> None:
+    unit = "[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=multi-user.target\n"
+    for where, restart in ((extra_ct("bookworm", "systemd"), "reboot"),
+                           (extra_ct("trixie", "systemd"), "stop+start")):  # fmt: skip
+        node, ctid = where
+        write = ssh(lab, node, "pct", "exec", str(ctid), "--", "tee",
+                    "/etc/systemd/system/pctfleet-probe.service", stdin=unit)  # fmt: skip
+        assert write.returncode == 0
+        in_ct(lab, where, "systemctl", "enable", "--now", "pctfleet-probe.service")
+        pid1_before = pids(lab)[f"pctfleet-n1-{ctid}"]
+        if restart == "reboot":
+            res = ssh(lab, node, "pct", "reboot", str(ctid), timeout=90)
+            assert res.returncode == 0, res.stderr
+        else:
+            assert ssh(lab, node, "pct", "stop", str(ctid)).returncode == 0
+            assert ssh(lab, node, "pct", "status", str(ctid)).stdout == "status: stopped\n"
+            assert ssh(lab, node, "pct", "start", str(ctid)).returncode == 0
+        assert pids(lab)[f"pctfleet-n1-{ctid}"] != pid1_before
+        assert boot_state(lab, where) == "running"
+        assert in_ct(lab, where, "systemctl", "is-active", "pctfleet-probe.service") == "active"
+
+
+def test_pct_reboot_of_a_stopped_ct(lab: Lab, extra_ct) -> None:
+    node, ctid = extra_ct("trixie", "minimal")
+    lab.stop_container(node, ctid)
+    try:
+        res = ssh(lab, node, "pct", "reboot", str(ctid))
+        assert (res.returncode, res.stderr) == (255, f"VM {ctid} not running\n")
+    finally:
+        lab.start_container(node, ctid)
+
+
+def test_systemd_container_leaves_the_host_alone(lab: Lab, extra_ct) -> None:
+    where = extra_ct("trixie", "systemd")
+    for unit in ("systemd-networkd.service", "systemd-resolved.service", "systemd-udevd.service"):
+        res = ssh(lab, "node1", "pct", "exec", "221", "--", "systemctl", "is-enabled", unit)
+        assert res.stdout.strip() == "masked", unit
+    before = (Path("/proc/sys/net/unix/max_dgram_qlen").read_text(), links())
+    lab.restart_container(*where)  # a whole boot and shutdown
+    assert (Path("/proc/sys/net/unix/max_dgram_qlen").read_text(), links()) == before
+    # /proc/sys is read-only inside, so no sysctl can reach the shared kernel.
+    res = ssh(lab, "node1", "pct", "exec", "221", "--", "sh", "-c",
+              "echo 1 > /proc/sys/kernel/sysrq")  # fmt: skip
+    assert res.returncode != 0
+
+
+def links() -> str:
+    return subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True).stdout
+
+
+def test_systemd_lab_goes_down_cleanly_and_fast(tmp_path: Path) -> None:
+    other = Lab(tmp_path / "lab3", address_base="127.0.12")
+    try:
+        other.up(nodes=1, containers=1, suite="trixie", init="systemd")
+        assert other.status().nodes[0].containers[0].init == "systemd"
+        started = time.monotonic()
+        other.stop_container("node1", 200)
+        # systemd halts on SIGRTMIN+3 well before lxc-stop's 10 s kill timeout.
+        assert time.monotonic() - started < 5
+        log = (other.lxcpath / "pctfleet-n1-200" / "lxc.log").read_text()
+        assert "SIGKILL" not in log
+    finally:
+        started = time.monotonic()
+        other.down()
+    assert time.monotonic() - started < 5
+    assert not (tmp_path / "lab3").exists()

@@ -7,11 +7,14 @@ upper directory (`delta0`) on top, so creating one costs almost nothing.
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pctfleet.lab.model import LabError, inside
+from pctfleet.lab.rootfs import DEFAULT_RECIPE, Recipe
 from pctfleet.lab.system import run, tool, write_if_changed
 
 PIP_CACHE = Path("/var/cache/pctfleet/pip")
@@ -44,11 +47,33 @@ while True:
 """
 
 
+# Units a systemd container must never run: the lab's containers share the
+# host's network namespace (lxc.net.0.type = none), so anything that configures
+# links, addresses, DNS, time or devices would reconfigure the host itself.
+MASKED_UNITS = (
+    "systemd-networkd.service",
+    "systemd-networkd.socket",
+    "systemd-networkd-wait-online.service",
+    "systemd-network-generator.service",
+    "systemd-resolved.service",
+    "systemd-timesyncd.service",
+    "systemd-udevd.service",
+    "systemd-udevd-control.socket",
+    "systemd-udevd-kernel.socket",
+    "systemd-udev-trigger.service",
+    "networking.service",
+    "ifup@.service",
+    "getty@.service",
+    "serial-getty@.service",
+)
+
+
 @dataclass(frozen=True)
 class Container:
     node_index: int
     ctid: int
     lxcpath: Path
+    recipe: Recipe = DEFAULT_RECIPE
 
     @property
     def name(self) -> str:
@@ -69,6 +94,22 @@ class Container:
         return run(cmd, check=check).stdout.strip()
 
 
+def init_lines(recipe: Recipe) -> list[str]:
+    """What PID 1 needs: the lab's own init, or systemd as on Proxmox."""
+    if recipe.init != "systemd":
+        return [f"lxc.init.cmd = /{INIT_PATH}", "lxc.signal.halt = SIGTERM"]
+    return [
+        "lxc.init.cmd = /sbin/init",
+        # systemd mounts and manages its own cgroup tree: `force` mounts it
+        # writable even on this hybrid cgroup v1/v2 host; proc/sys stay mostly
+        # read-only so it cannot change the host's kernel settings.
+        "lxc.mount.auto = proc:mixed sys:mixed cgroup:rw:force",
+        # systemd treats SIGRTMIN+3 as "halt" (SIGTERM only makes it re-execute).
+        "lxc.signal.halt = SIGRTMIN+3",
+        "lxc.signal.reboot = SIGINT",
+    ]
+
+
 def lxc_config(ct: Container, rootfs: Path) -> str:
     lines = [
         f"# pctfleet lab container {ct.hostname} (CT {ct.ctid} on node{ct.node_index})",
@@ -82,12 +123,11 @@ def lxc_config(ct: Container, rootfs: Path) -> str:
         # No bridge in the lab: containers share the host's network namespace.
         "lxc.net.0.type = none",
         "lxc.apparmor.profile = unconfined",
-        f"lxc.init.cmd = /{INIT_PATH}",
+        *init_lines(ct.recipe),
         # common.conf asks for ttys under /dev/lxc; without a console we need none.
         "lxc.tty.max = 0",
         "lxc.autodev = 1",
         "lxc.console.path = none",
-        "lxc.signal.halt = SIGTERM",
         f"lxc.mount.entry = {PIP_CACHE} root/.cache/pip none bind,create=dir 0 0",
         f"lxc.log.file = {ct.dir / 'lxc.log'}",
         "lxc.log.level = WARN",
@@ -113,9 +153,14 @@ def ensure_defined(ct: Container, rootfs: Path) -> None:
 
 def _seed_into(target: Path, ct: Container) -> None:
     """Files the container needs on top of the shared rootfs."""
-    (target / "sbin").mkdir(parents=True, exist_ok=True)
     (target / "etc/ssl/certs").mkdir(parents=True, exist_ok=True)
-    write_if_changed(target / INIT_PATH, INIT_SCRIPT, 0o755)
+    if ct.recipe.init == "systemd":
+        # No /sbin in the upper layer: a directory there would hide the rootfs's
+        # merged-/usr /sbin link, and with it /sbin/init.
+        mask_units(target)
+    else:
+        (target / "sbin").mkdir(parents=True, exist_ok=True)
+        write_if_changed(target / INIT_PATH, INIT_SCRIPT, 0o755)
     write_if_changed(target / "etc/hostname", ct.hostname + "\n")
     hosts = f"127.0.0.1\tlocalhost\n127.0.1.1\t{ct.hostname}\n::1\tlocalhost ip6-localhost\n"
     write_if_changed(target / "etc/hosts", hosts)
@@ -124,6 +169,16 @@ def _seed_into(target: Path, ct: Container) -> None:
         src = Path(host_file)
         if src.exists():
             shutil.copyfile(src, target / host_file.lstrip("/"))
+
+
+def mask_units(target: Path) -> None:
+    """Mask (link to /dev/null) what could touch the host; masking an absent unit is harmless."""
+    units = target / "etc/systemd/system"
+    units.mkdir(parents=True, exist_ok=True)
+    for unit in MASKED_UNITS:
+        link = units / unit
+        if not link.is_symlink():
+            os.symlink("/dev/null", link)
 
 
 def state(ct: Container) -> str:
@@ -148,8 +203,35 @@ def start(ct: Container) -> None:
         )
 
 
+BOOT_TIMEOUT_S = 90
+
+
+def wait_booted(ct: Container, timeout: int = BOOT_TIMEOUT_S) -> str:
+    """For systemd: wait until boot finished; its answer ("running", or "degraded"
+    when a unit failed: `systemctl --failed` inside says which)."""
+    if ct.recipe.init != "systemd":
+        return "running"
+    deadline = time.monotonic() + timeout
+    cmd = [tool("lxc-attach"), "-n", ct.name, "-P", str(ct.lxcpath), "--",
+           "timeout", str(timeout), "systemctl", "is-system-running", "--wait"]  # fmt: skip
+    while True:
+        res = run(cmd, check=False, timeout=timeout + 10)
+        answer = res.stdout.strip()
+        if answer in ("running", "degraded"):
+            return answer
+        # Right after lxc-start systemd has no bus socket yet: ask again.
+        if time.monotonic() > deadline:
+            raise LabError(
+                f"systemd in {ct.name} did not finish booting within {timeout} s "
+                f"(is-system-running: {answer or res.stderr.strip()!r}; "
+                f"log: {ct.dir / 'lxc.log'})"
+            )
+        time.sleep(0.2)
+
+
 def stop(ct: Container, timeout: int = 10) -> None:
-    """Stop the container: SIGTERM to its init, SIGKILL after `timeout` seconds."""
+    """Stop the container: the halt signal to its init (SIGTERM for the lab's, SIGRTMIN+3
+    for systemd), SIGKILL after `timeout` seconds."""
     if state(ct) != "running":
         return
     run(

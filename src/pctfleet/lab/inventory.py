@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from pctfleet.lab.model import LabInfo
+from pctfleet.lab.rootfs import INITS, SUITES, Recipe
 
 STANDIN = Path(__file__).resolve().parent / "sglang_standin.py"
 FLASHINFER = "flashinfer-python==0.7.4"
@@ -31,7 +33,23 @@ def server_port(node_index: int, ctid: int) -> int:
 HEADER = "# pctfleet lab inventory (written by `pctfleet lab up`)"
 
 
-def render_inventory(info: LabInfo, port: int) -> str:
+def flavour_groups(flavours: Mapping[tuple[str, int], Recipe]) -> list[str]:
+    """One group per suite and per init that has members, e.g. `--limit trixie`."""
+    lines = []
+    for name in (*SUITES, *INITS):
+        members = [
+            f"{node}/{ctid}"
+            for (node, ctid), recipe in sorted(flavours.items())
+            if name in (recipe.suite, recipe.init)
+        ]
+        if members:
+            lines += [f"  {name}:", f"    containers: [{', '.join(members)}]"]
+    return lines
+
+
+def render_inventory(
+    info: LabInfo, port: int, flavours: Mapping[tuple[str, int], Recipe] | None = None
+) -> str:
     # Written by hand rather than yaml.dump: the layout (flow maps per
     # container, the header comment) is part of the documented format.
     lines = [
@@ -53,5 +71,5 @@ def render_inventory(info: LabInfo, port: int) -> str:
             for ctid in node.containers
         ]
     names = ", ".join(node.name for node in info.nodes)
-    lines += ["groups:", "  lab:", f"    nodes: [{names}]"]
+    lines += ["groups:", "  lab:", f"    nodes: [{names}]", *flavour_groups(flavours or {})]
     return "\n".join(lines) + "\n"

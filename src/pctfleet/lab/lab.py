@@ -32,14 +32,18 @@ from pctfleet.lab.model import (
     inside,
 )
 from pctfleet.lab.nodes import Node
-from pctfleet.lab.rootfs import CACHE_DIR, ensure_rootfs
+from pctfleet.lab.rootfs import CACHE_DIR, DEFAULT_RECIPE, Recipe, ensure_rootfs
 from pctfleet.lab.system import check_host, run, tool, write_if_changed
 
 DEFAULT_STATE_DIR = Path("/var/lib/pctfleet-lab")
 DEFAULT_ADDRESS_BASE = "127.0.10"
 DEFAULT_PORT = 22
 FIRST_CTID = 200
+# Server ports are 30000 + node*100 + (ctid-200): CTIDs beyond this range collide.
+CTID_RANGE = range(FIRST_CTID, FIRST_CTID + 100)
 STATE_VERSION = 1
+
+Layout = list[tuple[Node, list[Container]]]
 
 
 def _quiet(_msg: str) -> None:
@@ -94,8 +98,8 @@ class Lab:
     def _node(self, index: int) -> Node:
         return Node(index, f"{self.address_base}.{index}", self.port, self.state_dir)
 
-    def _container(self, node: Node, ctid: int) -> Container:
-        return Container(node.index, ctid, self.lxcpath)
+    def _container(self, node: Node, ctid: int, recipe: Recipe = DEFAULT_RECIPE) -> Container:
+        return Container(node.index, ctid, self.lxcpath, recipe)
 
     def _load_state(self) -> dict[str, Any] | None:
         try:
@@ -105,26 +109,28 @@ class Lab:
         except ValueError as exc:
             raise LabError(f"{self.state_file} is corrupt ({exc}); run `lab down`") from None
 
-    def _layout(self) -> list[tuple[Node, list[int]]]:
+    def _layout(self) -> Layout:
         state = self._load_state()
         if state is None:
             raise LabError(f"no lab in {self.state_dir}; run `pctfleet lab up` first")
-        return [
-            (Node(n["index"], n["address"], n["port"], self.state_dir), list(n["containers"]))
-            for n in state["nodes"]
-        ]
+        return layout_of(state, self.state_dir, self.lxcpath)
 
     def _find(self, node: str) -> tuple[Node, list[int]]:
+        found, ctids = self._find_node(node)
+        return found, [ct.ctid for ct in ctids]
+
+    def _find_node(self, node: str) -> tuple[Node, list[Container]]:
         for candidate, ctids in self._layout():
             if candidate.name == node:
                 return candidate, ctids
         raise LabError(f"no node named {node!r} in the lab at {self.state_dir}")
 
     def _find_ct(self, node: str, ctid: int) -> Container:
-        found, ctids = self._find(node)
-        if ctid not in ctids:
-            raise LabError(f"{node} has no container {ctid} (it has {ctids})")
-        return self._container(found, ctid)
+        _, found = self._find_node(node)
+        for ct in found:
+            if ct.ctid == ctid:
+                return ct
+        raise LabError(f"{node} has no container {ctid} (it has {[c.ctid for c in found]})")
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -137,28 +143,33 @@ class Lab:
 
     # --- up ----------------------------------------------------------------------
 
-    def up(self, nodes: int = 2, containers: int = 2) -> LabInfo:
-        """Make every defined node and container exist and run; add missing ones."""
+    def up(
+        self,
+        nodes: int = 2,
+        containers: int = 2,
+        suite: str = "bookworm",
+        init: str = "minimal",
+    ) -> LabInfo:
+        """Make every defined node and container exist and run; add missing ones.
+
+        `suite` and `init` are for the containers this call creates; existing
+        ones keep the flavour recorded in lab.json.
+        """
         if not 1 <= nodes <= 254 or not 1 <= containers <= 100:
             raise LabError("nodes must be 1..254 and containers 1..100")
+        recipe = Recipe(suite, init)
         check_host()
         with self._locked():
             state = self._load_state()
             self._check_compatible(state)
             if state:
                 nodes = max(nodes, len(state["nodes"]))
-                containers = max([containers] + [len(n["containers"]) for n in state["nodes"]])
-            rootfs = ensure_rootfs(self.rootfs_cache, self.say)
+                containers = max(containers, per_node(state))
+            layout = planned_layout(state, self, nodes, containers, recipe)
             self._ensure_client_key()
-            layout = [
-                (self._node(i), list(range(FIRST_CTID, FIRST_CTID + containers)))
-                for i in range(1, nodes + 1)
-            ]
-            for node, ctids in layout:
-                self._up_node(node, ctids, rootfs)
-            info = self._info(layout)
-            self._write_outputs(info, layout, rootfs)
-            return info
+            for node, found in layout:
+                self._up_node(node, found)
+            return self._write_outputs(layout, containers)
 
     def _check_compatible(self, state: dict[str, Any] | None) -> None:
         if state is None:
@@ -176,43 +187,48 @@ class Lab:
             run([*cmd, "-f", str(self.identity)])
         self.identity.chmod(0o600)
 
-    def _up_node(self, node: Node, ctids: list[int], rootfs: Path) -> None:
+    def _up_node(self, node: Node, found: list[Container]) -> None:
         pub = self.identity.with_suffix(".pub")
         if nd.ensure_files(node, self.lxcpath, pub):
             nd.reload_sshd(node)
-        for ctid in ctids:
-            ct = self._container(node, ctid)
-            cts.ensure_defined(ct, rootfs)
-            nd.ensure_ct_config(node, ct)
-            cts.start(ct)
+        for ct in found:
+            self._up_container(node, ct)
         nd.start_sshd(node)
 
-    def _info(self, layout: list[tuple[Node, list[int]]]) -> LabInfo:
+    def _up_container(self, node: Node, ct: Container) -> None:
+        cts.ensure_defined(ct, ensure_rootfs(self.rootfs_cache, self.say, ct.recipe))
+        nd.ensure_ct_config(node, ct)
+        cts.start(ct)
+        cts.wait_booted(ct)
+
+    def _info(self, layout: Layout) -> LabInfo:
         return LabInfo(
             state_dir=self.state_dir,
             inventory=self.inventory,
             identity=self.identity,
             known_hosts=self.known_hosts,
-            nodes=[NodeInfo(n.name, n.address, n.port, list(c)) for n, c in layout],
+            nodes=[NodeInfo(n.name, n.address, n.port, [c.ctid for c in cs]) for n, cs in layout],
         )
 
-    def _write_outputs(
-        self, info: LabInfo, layout: list[tuple[Node, list[int]]], rootfs: Path
-    ) -> None:
+    def _write_outputs(self, layout: Layout, containers: int) -> LabInfo:
+        info = self._info(layout)
         hosts = "".join(f"{n.address} {nd.host_public_key(n)}\n" for n, _ in layout)
         write_if_changed(self.known_hosts, hosts)
-        write_if_changed(self.inventory, render_inventory(info, self.port))
+        flavours = {(n.name, c.ctid): c.recipe for n, cs in layout for c in cs}
+        write_if_changed(self.inventory, render_inventory(info, self.port, flavours))
         state = {
             "version": STATE_VERSION,
             "address_base": self.address_base,
             "port": self.port,
             "lxcpath": str(self.lxcpath),
-            "rootfs": str(rootfs),
+            "rootfs": str(self.rootfs_cache / DEFAULT_RECIPE.name),
+            "containers_per_node": containers,
             "nodes": [self._node_record(n, c) for n, c in layout],
         }
         write_if_changed(self.state_file, json.dumps(state, indent=2) + "\n")
+        return info
 
-    def _node_record(self, node: Node, ctids: list[int]) -> dict[str, Any]:
+    def _node_record(self, node: Node, found: list[Container]) -> dict[str, Any]:
         return {
             "name": node.name,
             "index": node.index,
@@ -222,9 +238,49 @@ class Lab:
             "sshd_pid": node.sshd_pid(),
             "sshd_config": str(node.config_for(node.port)),
             "relay_pidfile": str(node.relay_pidfile),
-            "containers": ctids,
-            "lxc_names": {str(c): self._container(node, c).name for c in ctids},
+            "containers": [c.ctid for c in found],
+            "lxc_names": {str(c.ctid): c.name for c in found},
+            "flavours": {
+                str(c.ctid): {"suite": c.recipe.suite, "init": c.recipe.init} for c in found
+            },
         }
+
+    # --- extra containers --------------------------------------------------------
+
+    def add_container(
+        self, node: str, ctid: int, suite: str = "bookworm", init: str = "minimal"
+    ) -> ContainerStatus:
+        """Add one container of the given flavour to `node` (a no-op if it exists as asked)."""
+        recipe = Recipe(suite, init)
+        if ctid not in CTID_RANGE:
+            raise LabError(
+                f"CTID {ctid} is outside {CTID_RANGE.start}..{CTID_RANGE.stop - 1}, the range "
+                "whose server ports (30000 + node*100 + ctid-200) cannot collide"
+            )
+        check_host()
+        with self._locked():
+            state = self._load_state()
+            if state is None:
+                raise LabError(f"no lab in {self.state_dir}; run `pctfleet lab up` first")
+            layout = layout_of(state, self.state_dir, self.lxcpath)
+            where = next((pair for pair in layout if pair[0].name == node), None)
+            if where is None:
+                raise LabError(f"no node named {node!r} in the lab at {self.state_dir}")
+            found_node, found = where
+            ct = check_addable(node, found, self._container(found_node, ctid, recipe))
+            if ct not in found:
+                found.append(ct)
+                found.sort(key=lambda c: c.ctid)
+            self._up_container(found_node, ct)
+            self._write_outputs(layout, per_node(state))
+            return container_status(ct)
+
+    def restart_container(self, node: str, ctid: int) -> None:
+        """A clean shutdown (systemd runs its stop jobs) and a fresh boot."""
+        ct = self._find_ct(node, ctid)
+        cts.stop(ct)
+        cts.start(ct)
+        cts.wait_booted(ct)
 
     @property
     def info(self) -> LabInfo:
@@ -243,11 +299,8 @@ class Lab:
             node_status = NodeStatus(
                 node.name, node.address, node.port, pid is not None, pid, nd.relay_mode(node)
             )
-            for ctid in ctids:
-                ct = self._container(node, ctid)
-                node_status.containers.append(
-                    ContainerStatus(ctid, ct.name, ct.hostname, cts.state(ct))
-                )
+            for ct in ctids:
+                node_status.containers.append(container_status(ct))
             result.nodes.append(node_status)
         return result
 
@@ -358,3 +411,68 @@ class Lab:
             "-p", str(found.port),
             f"root@{found.address}",
         ]  # fmt: skip
+
+
+# --- lab.json -> model ------------------------------------------------------------
+
+
+def recipe_of(record: dict[str, Any], ctid: int) -> Recipe:
+    """A container's flavour from its node record; labs from before flavours are bookworm."""
+    flavour = record.get("flavours", {}).get(str(ctid), {})
+    return Recipe(flavour.get("suite", "bookworm"), flavour.get("init", "minimal"))
+
+
+def layout_of(state: dict[str, Any], state_dir: Path, lxcpath: Path) -> Layout:
+    layout: Layout = []
+    for n in state["nodes"]:
+        node = Node(n["index"], n["address"], n["port"], state_dir)
+        found = [Container(node.index, c, lxcpath, recipe_of(n, c)) for c in n["containers"]]
+        layout.append((node, found))
+    return layout
+
+
+def per_node(state: dict[str, Any]) -> int:
+    """How many containers `up` gives each node (extra ones from `add` not counted)."""
+    if "containers_per_node" in state:
+        return int(state["containers_per_node"])
+    return max(len(n["containers"]) for n in state["nodes"])
+
+
+def planned_layout(
+    state: dict[str, Any] | None, lab: Lab, nodes: int, containers: int, recipe: Recipe
+) -> Layout:
+    """Every node 1..nodes with CTs 200.. plus what lab.json already has, flavours kept."""
+    known = layout_of(state, lab.state_dir, lab.lxcpath) if state else []
+    existing = {n.name: cs for n, cs in known}
+    layout: Layout = []
+    for index in range(1, nodes + 1):
+        node = lab._node(index)
+        kept = {c.ctid: c for c in existing.get(node.name, [])}
+        for ctid in range(FIRST_CTID, FIRST_CTID + containers):
+            kept.setdefault(ctid, Container(index, ctid, lab.lxcpath, recipe))
+        layout.append((node, [kept[c] for c in sorted(kept)]))
+    return layout
+
+
+def check_addable(node: str, found: list[Container], wanted: Container) -> Container:
+    """The container to bring up: `wanted`, or the same one already there.
+
+    An existing CTID of another flavour is an error, never recreated: its upper
+    layer may hold work."""
+    for ct in found:
+        if ct.ctid != wanted.ctid:
+            continue
+        if ct.recipe != wanted.recipe:
+            have, want = ct.recipe, wanted.recipe
+            raise LabError(
+                f"{node} already has CT {ct.ctid} as {have.suite}/{have.init}, not "
+                f"{want.suite}/{want.init}; pick another CTID"
+            )
+        return ct
+    return wanted
+
+
+def container_status(ct: Container) -> ContainerStatus:
+    return ContainerStatus(
+        ct.ctid, ct.name, ct.hostname, cts.state(ct), ct.recipe.suite, ct.recipe.init
+    )

@@ -50,6 +50,8 @@ class ContainerStatus:
     lxc_name: str
     hostname: str
     state: str  # "running", "stopped" or "missing"
+    suite: str = "bookworm"  # or "trixie"
+    init: str = "minimal"  # the lab's tiny PID 1, or "systemd"
 
     @property
     def running(self) -> bool:

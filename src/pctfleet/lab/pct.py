@@ -1,6 +1,6 @@
 """A stand-in for Proxmox VE's `pct` on a lab node.
 
-It maps `pct exec/status/list/start/stop/push/pull/config` onto real LXC
+It maps `pct exec/status/list/start/stop/reboot/push/pull/config` onto real LXC
 containers (lxc-attach, lxc-info, lxc-start, lxc-stop) and reproduces the
 messages and exit codes of pve-container 5.x, including its oddities:
 `pct push`/`pct pull` that fail inside their worker print the error and
@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 EXIT_ERROR = 255  # what Perl's die makes of a CLI handler error
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CLONE_NEWNS = 0x00020000
+REBOOT_TIMEOUT_S = 60  # how long `pct reboot` waits for the shutdown before killing
 
 USAGE = {
     "exec": "pct exec <vmid> [<extra-args>] [OPTIONS]",
     "status": "pct status <vmid> [OPTIONS]",
     "start": "pct start <vmid> [OPTIONS]",
     "stop": "pct stop <vmid> [OPTIONS]",
+    "reboot": "pct reboot <vmid> [OPTIONS]",
     "push": "pct push <vmid> <file> <destination> [OPTIONS]",
     "pull": "pct pull <vmid> <path> <destination> [OPTIONS]",
     "list": "pct list",
@@ -45,6 +47,7 @@ OPTIONS: dict[str, dict[str, bool]] = {
     "status": {"verbose": True},
     "start": {"debug": True, "skiplock": True},
     "stop": {"skiplock": True, "overrule-shutdown": True},
+    "reboot": {"timeout": False},
     "push": {"perms": False, "user": False, "group": False},
     "pull": {"perms": False, "user": False, "group": False},
     "list": {},
@@ -55,6 +58,7 @@ POSITIONAL = {
     "status": ["vmid"],
     "start": ["vmid"],
     "stop": ["vmid"],
+    "reboot": ["vmid"],
     "push": ["vmid", "file", "destination"],
     "pull": ["vmid", "path", "destination"],
     "list": [],
@@ -298,6 +302,27 @@ def cmd_stop(node: Node, args: Args) -> int:
     return 0
 
 
+def cmd_reboot(node: Node, args: Args) -> int:
+    """Like PVE::LXC::vm_reboot: a clean shutdown (killed after --timeout s), then a start."""
+    vmid = vmid_of(args)
+    load_config(node, vmid)
+    raw = args.options.get("timeout", str(REBOOT_TIMEOUT_S))
+    if not re.fullmatch(r"[0-9]+", raw):
+        raise ParamError("timeout", f"type check ('integer') failed - got '{raw}'")
+    if not is_running(node, vmid):
+        # The API handler is shared with qemu-server, hence "VM".
+        raise PctError(f"VM {vmid} not running")
+    # lxc-stop sends the halt signal and kills only when the timeout runs out.
+    lxc(node, "lxc-stop", node.lxc_name(vmid), "-t", raw)
+    if is_running(node, vmid):
+        raise PctError("container did not stop")
+    res = lxc(node, "lxc-start", node.lxc_name(vmid))
+    if res.returncode != 0 or not is_running(node, vmid):
+        sys.stderr.write(res.stderr)
+        raise PctError(f"startup for container '{vmid}' failed")
+    return 0
+
+
 def cmd_push(node: Node, args: Args) -> int:
     vmid = vmid_of(args)
     src, dest = args.positional[1], args.positional[2]
@@ -454,6 +479,7 @@ COMMANDS = {
     "config": cmd_config,
     "start": cmd_start,
     "stop": cmd_stop,
+    "reboot": cmd_reboot,
     "push": cmd_push,
     "pull": cmd_pull,
 }

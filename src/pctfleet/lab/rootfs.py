@@ -1,5 +1,8 @@
 """The cached Debian rootfs every lab container uses as its read-only lower layer.
 
+One cache per recipe (suite x init): `bookworm`, `trixie`, `bookworm-systemd`,
+`trixie-systemd`.
+
 Built once with debootstrap into `<name>.tmp` and renamed when complete, so a
 half-built tree is never taken for the cache. A build already running (from
 another `lab up`, or started by hand with the same recipe) is waited for
@@ -15,14 +18,19 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pctfleet.lab.model import LabError
 from pctfleet.lab.system import cmdline, tool
 
 CACHE_DIR = Path("/var/cache/pctfleet/rootfs")
-SUITE = "bookworm"
+SUITES = ("bookworm", "trixie")  # Debian 12 (PVE 8 templates), Debian 13 (PVE 9)
+INITS = ("minimal", "systemd")  # the lab's tiny python PID 1, or systemd as on Proxmox
+SUITE, INIT = SUITES[0], INITS[0]
 INCLUDE = "python3,python3-venv,procps,ca-certificates"
+# dbus because systemctl and logind expect a system bus, as on PVE's templates.
+SYSTEMD_INCLUDE = "systemd,systemd-sysv,dbus," + INCLUDE
 APT_DIR = Path("/etc/apt")
 BUILD_TIMEOUT_S = 1800
 # `deb [arch=amd64 signed-by=...] URL suite component...`
@@ -35,9 +43,44 @@ def _quiet(_msg: str) -> None:
     pass
 
 
-def is_complete(root: Path) -> bool:
+@dataclass(frozen=True)
+class Recipe:
+    """One cached rootfs: a Debian suite with the lab's init or with systemd."""
+
+    suite: str = SUITE
+    init: str = INIT
+
+    def __post_init__(self) -> None:
+        check_flavour(self.suite, self.init)
+
+    @property
+    def name(self) -> str:
+        # The minimal bookworm keeps its original cache name, `bookworm`.
+        return self.suite if self.init == "minimal" else f"{self.suite}-{self.init}"
+
+    @property
+    def include(self) -> str:
+        return SYSTEMD_INCLUDE if self.init == "systemd" else INCLUDE
+
+
+def check_flavour(suite: str, init: str) -> None:
+    if suite not in SUITES:
+        raise LabError(f"unknown suite {suite!r}: use one of {', '.join(SUITES)}")
+    if init not in INITS:
+        raise LabError(f"unknown init {init!r}: use one of {', '.join(INITS)}")
+
+
+DEFAULT_RECIPE = Recipe()
+
+
+def is_complete(root: Path, recipe: Recipe = DEFAULT_RECIPE) -> bool:
     # python3 is the last thing the containers need that debootstrap installs.
-    return (root / "usr/bin/python3").exists() and (root / "etc/debian_version").exists()
+    done = (root / "usr/bin/python3").exists() and (root / "etc/debian_version").exists()
+    if recipe.init == "systemd":
+        # /sbin/init is a link into /lib/systemd: present only if systemd-sysv was.
+        init = root / "sbin/init"
+        done = done and init.is_symlink() and (root / "lib/systemd/systemd").exists()
+    return done
 
 
 def _deb822_urls(text: str) -> list[str]:
@@ -113,7 +156,7 @@ def foreign_build_pid(tmp: Path) -> int | None:
     return None
 
 
-def _wait_for_foreign(tmp: Path, root: Path, say: Say) -> None:
+def _wait_for_foreign(tmp: Path, root: Path, recipe: Recipe, say: Say) -> None:
     pid = foreign_build_pid(tmp)
     if pid is None:
         return
@@ -125,21 +168,19 @@ def _wait_for_foreign(tmp: Path, root: Path, say: Say) -> None:
         time.sleep(1)
     # The other builder renames tmp -> root right after debootstrap exits.
     for _ in range(100):
-        if is_complete(root):
+        if is_complete(root, recipe):
             return
         time.sleep(0.1)
 
 
-def _debootstrap(tmp: Path, mirror: str, log: Path, say: Say) -> None:
-    cmd = [
-        tool("debootstrap"),
-        "--variant=minbase",
-        f"--include={INCLUDE}",
-        SUITE,
-        str(tmp),
-        mirror,
-    ]
-    say(f"building the {SUITE} rootfs from {mirror} (about a minute; log: {log})")
+def debootstrap_cmd(recipe: Recipe, tmp: Path, mirror: str) -> list[str]:
+    include = f"--include={recipe.include}"
+    return [tool("debootstrap"), "--variant=minbase", include, recipe.suite, str(tmp), mirror]
+
+
+def _debootstrap(recipe: Recipe, tmp: Path, mirror: str, log: Path, say: Say) -> None:
+    cmd = debootstrap_cmd(recipe, tmp, mirror)
+    say(f"building the {recipe.name} rootfs from {mirror} (one to two minutes; log: {log})")
     with open(log, "wb") as out:
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, check=False)
     if res.returncode != 0:
@@ -147,18 +188,20 @@ def _debootstrap(tmp: Path, mirror: str, log: Path, say: Say) -> None:
         raise LabError(f"debootstrap failed ({res.returncode}): {' | '.join(tail)} (see {log})")
 
 
-def ensure_rootfs(cache_dir: Path = CACHE_DIR, say: Say = _quiet) -> Path:
-    """Return the cached rootfs, building it only if it is missing."""
-    root = cache_dir / SUITE
-    if is_complete(root):
+def ensure_rootfs(
+    cache_dir: Path = CACHE_DIR, say: Say = _quiet, recipe: Recipe = DEFAULT_RECIPE
+) -> Path:
+    """Return the recipe's cached rootfs, building it only if it is missing."""
+    root = cache_dir / recipe.name
+    if is_complete(root, recipe):
         return root
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = cache_dir / f"{SUITE}.tmp"
+    tmp = cache_dir / f"{recipe.name}.tmp"
     with open(cache_dir / ".build.lock", "w") as lock:
         # Serialises builders that use this code; others are caught below.
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _wait_for_foreign(tmp, root, say)
-        if is_complete(root):
+        _wait_for_foreign(tmp, root, recipe, say)
+        if is_complete(root, recipe):
             return root
         if root.exists():
             raise LabError(f"{root} exists but is incomplete; remove it and run again")
@@ -166,7 +209,7 @@ def ensure_rootfs(cache_dir: Path = CACHE_DIR, say: Say = _quiet) -> Path:
             say(f"removing the unfinished build {tmp}")
             shutil.rmtree(tmp)
         started = time.monotonic()
-        _debootstrap(tmp, read_mirror(), cache_dir / f"{SUITE}.log", say)
+        _debootstrap(recipe, tmp, read_mirror(), cache_dir / f"{recipe.name}.log", say)
         os.rename(tmp, root)
         say(f"rootfs ready in {time.monotonic() - started:.0f} s: {root}")
     return root
