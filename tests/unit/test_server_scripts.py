@@ -83,3 +83,29 @@ def test_a_server_not_ready_in_time_fails(tmp_path):
         assert done.stderr.startswith("not ready after 0.3s; log tail:\n"), done.stderr
     finally:
         stop(tmp_path / "run" / "t.pid")
+
+
+def test_the_unit_launcher_gives_the_server_what_the_detached_mode_gives(tmp_path):
+    """The launcher a systemd unit runs: workdir, env file sourced, `env` wins, argv kept."""
+    from pctfleet.modules.unitfile import launcher_text
+
+    env_file = tmp_path / "sg.env"
+    env_file.write_text("A=from-file\nB='two words'\n")
+    show = 'pwd; echo "A=$A B=$B C=$C S=$PCTFLEET_SERVER"; printf "[%s]" "$@"'
+    raw = {
+        "name": "sg",
+        "command": ["sh", "-c", show, "x", "it's", "$HOME", "%n"],
+        "env": {"A": "from-env", "C": "$(id -u) `x`"},
+        "env_file": str(env_file),
+        "chdir": str(tmp_path),
+    }
+    args = Server().prepare(raw, Context(), "t")
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(launcher_text(args))
+    done = subprocess.run(["sh", str(launcher)], capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        str(tmp_path),
+        "A=from-env B=two words C=$(id -u) `x` S=sg",
+        "[it's][$HOME][%n]",
+    ]

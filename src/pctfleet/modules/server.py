@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, text, text_list
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, number, words
+from pctfleet.modules.unitfile import launcher_text, unit_text
 from pctfleet.sh import library, snippet
 
 # The stop function alone, for other modules' change scripts.
@@ -86,6 +87,8 @@ class ServerArgs(Args):
     port: Any = arg(None, convert=_number("server", "port", integer=True))
     stale_pidfiles: tuple[str, ...] = arg((), convert=text_list)
     stale: str = arg("stop", choices={"stop", "fail"})
+    # auto: a systemd unit where systemd is PID 1, else detached with a PID file.
+    manager: str = arg("auto", choices={"auto", "systemd", "pidfile"})
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
@@ -101,6 +104,8 @@ class ServerArgs(Args):
             raise self.fail("'name' must be letters, digits, '-' or '_'", where)
         if not self.command:
             raise self.fail("'command' is required", where)
+        if "\n" in self.logfile:
+            raise self.fail("'logfile' must be one line", where)
         for key in (*(self.env or {}), *(self.env_file_vars or {})):
             if not SHELL_NAME.match(key):
                 raise self.fail(
@@ -117,6 +122,10 @@ class ServerArgs(Args):
             "chdir": self.chdir or "",
         }
         return hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
+
+    def environment(self) -> list[str]:
+        """`NAME=value` words for `env`; the marker says the process is this server."""
+        return [f"{k}={v}" for k, v in {**(self.env or {}), "PCTFLEET_SERVER": self.name}.items()]
 
     def serving_port(self) -> int | None:
         if self.port is not None:
@@ -169,6 +178,8 @@ class ProcessState:
     envfile_sha: str = "none"
     health: str = ""
     holders: tuple[Holder, ...] = ()
+    init: str = ""  # "systemd" where systemd is PID 1
+    unit: str = ""  # the enablement of the unit pctfleet wrote for this server; "" for none
 
     @property
     def running(self) -> bool:
@@ -222,6 +233,8 @@ class PidFileProcess(FactReader[ProcessState]):
             spec=fields.get("spec", ""),
             envfile_sha=fields.get("envfile_sha", "none"),
             health=fields.get("health", ""),
+            init=fields.get("init", ""),
+            unit=fields.get("unit", ""),
             holders=tuple(
                 h
                 for key, line in fields.items()
@@ -243,6 +256,8 @@ class ServerProcess(PidFileProcess):
             content = world.files.get(args.env_file, b"written outside the play")
             envsha = hashlib.sha256(content).hexdigest()[:16]
         fields = {"pid": "4242", "alive": "1", "ours": "1", "spec": f"{args.spec()}-{envsha}"}
+        if args.manager == "systemd":
+            fields |= {"init": "systemd", "unit": "enabled"}
         fields["envfile_sha"] = envsha
         if args.ready_url:
             fields["health"] = args.ready_status
@@ -257,6 +272,23 @@ def _stale_msg(verb: str, strangers: list[Holder]) -> str:
     return f"{verb} {len(strangers)} process(es) we did not start: " + ", ".join(
         str(h) for h in strangers
     )
+
+
+def _manager(args: ServerArgs, state: ProcessState) -> str | None:
+    """How the server is run here: "systemd" or "pidfile"; None when it cannot be."""
+    if args.manager == "auto":
+        return "systemd" if state.init == "systemd" else "pidfile"
+    if args.manager == "systemd" and state.init != "systemd":
+        return None
+    return args.manager
+
+
+def _unmanaged(manager: str, state: ProcessState) -> str:
+    if manager == "pidfile":
+        return "running as a systemd unit, wanted with a PID file"
+    if state.unit:
+        return f"running as a systemd unit that is {state.unit}, not enabled"
+    return "running, but not as a systemd unit (it would not come back after a restart)"
 
 
 def stop_script(pidfile: str, grace: Any, expect: str) -> str:
@@ -282,35 +314,53 @@ class Server(Module):
     fact = ServerProcess()
 
     def plan(self, args: ServerArgs, state: ProcessState, check: bool) -> Plan:
+        manager = _manager(args, state)
+        if manager is None:
+            return Plan(False, failed=True, msg="manager: systemd, but systemd is not PID 1 here")
         if args.state == "stopped":
-            if not state.alive and state.pid is None:
-                return Plan(False)
-            return Plan(True, script=stop_script(args.pidfile, args.stop_grace, ""), msg="stopping")
+            return self._stopping(args, state)
         strangers = state.strangers()
         if strangers and args.stale == "fail":
             return Plan(False, failed=True, msg=_stale_msg("refusing to start: held by", strangers))
         healthy = not args.ready_url or state.health == args.ready_status
         port = args.serving_port()
         listening = port is None or state.listening(port)
-        wanted_spec = f"{args.spec()}-{state.envfile_sha}"
+        managed = state.unit == "enabled" if manager == "systemd" else not state.unit
         running = state.running
-        done = running and state.spec == wanted_spec and healthy and listening
-        if args.state == "started" and done and not strangers:
-            return Plan(False, msg=f"running, pid {state.pid}", result={"pid": int(state.pid)})
+        same = state.spec == f"{args.spec()}-{state.envfile_sha}"
+        done = running and same and healthy and listening and managed and not strangers
+        if args.state == "started" and done:
+            pid = int(state.pid or 0)
+            return Plan(False, msg=f"running, pid {pid}", result={"pid": pid})
         reason = self._why(state, healthy and listening, args.state)
         if running and healthy and not listening:
             reason = f"running but not listening on port {port}"
-        before = "".join(f"{h}\n" for h in strangers)
+        if running and same and healthy and listening and not managed:
+            reason = _unmanaged(manager, state)
+        return self._launch(args, manager, strangers, reason)
+
+    def _launch(self, args: ServerArgs, manager: str, strangers: list[Holder], why: str) -> Plan:
         if strangers:
-            reason = f"{reason}; {_stale_msg('stopping', strangers)}"
+            why = f"{why}; {_stale_msg('stopping', strangers)}"
         diff = {
             "path": args.pidfile,
-            "before": f"{before}{reason}\n",
+            "before": "".join(f"{h}\n" for h in strangers) + f"{why}\n",
             "after": f"running {shlex.join(args.command)}\n",
         }
-        result = {"stale": [h.to_dict() for h in strangers]} if strangers else {}
-        script = self._start_script(args, strangers)
-        return Plan(True, script=script, msg=reason, diff=diff, result=result)
+        result: dict[str, Any] = {"manager": manager}
+        if strangers:
+            result["stale"] = [h.to_dict() for h in strangers]
+        script = self._start_script(args, strangers, manager)
+        return Plan(True, script=script, msg=why, diff=diff, result=result)
+
+    @staticmethod
+    def _stopping(args: ServerArgs, state: ProcessState) -> Plan:
+        if not state.alive and state.pid is None and not state.unit:
+            return Plan(False)
+        script = stop_script(args.pidfile, args.stop_grace, "")
+        if state.unit:
+            script = snippet("server_unit_remove", NAME=args.name) + "\n" + script
+        return Plan(True, script=script, msg="stopping")
 
     @staticmethod
     def _why(state: ProcessState, healthy: bool, wanted: str) -> str:
@@ -324,32 +374,37 @@ class Server(Module):
             return f"running but unhealthy (health {state.health})"
         return "running with a different command line or environment"
 
-    def _start_script(self, args: ServerArgs, strangers: list[Holder]) -> str:
-        environment = [
-            f"{k}={v}" for k, v in {**(args.env or {}), "PCTFLEET_SERVER": args.name}.items()
-        ]
-        return snippet(
-            "server_start",
-            argv=[*environment, "setsid", *args.command],
-            SRV_NAME=args.name,
-            SRV_PIDFILE=args.pidfile,
-            SRV_LOG=args.logfile,
-            SRV_GRACE=int(args.stop_grace),
-            SRV_WORKDIR=args.chdir or "",
-            SRV_ENV_FILE=args.env_file or "",
-            SRV_SPEC=args.spec(),
-            SRV_URL=args.ready_url or "",
-            SRV_STATUS=args.ready_status,
-            SRV_TCP_ADDRESS=args.ready_host or "127.0.0.1",
-            SRV_TCP_PORT=int(args.ready_port) if args.ready_port else "",
-            SRV_READY_LOG=args.ready_log or "",
+    def _start_script(self, args: ServerArgs, strangers: list[Holder], manager: str) -> str:
+        inputs = {
+            "SRV_PIDFILE": args.pidfile,
+            "SRV_LOG": args.logfile,
+            "SRV_GRACE": int(args.stop_grace),
+            "SRV_WORKDIR": args.chdir or "",
+            "SRV_ENV_FILE": args.env_file or "",
+            "SRV_SPEC": args.spec(),
+            "SRV_URL": args.ready_url or "",
+            "SRV_STATUS": args.ready_status,
+            "SRV_TCP_ADDRESS": args.ready_host or "127.0.0.1",
+            "SRV_TCP_PORT": int(args.ready_port) if args.ready_port else "",
+            "SRV_READY_LOG": args.ready_log or "",
             # One newline-separated list for grep -F; an empty pattern matches every line.
-            SRV_FAIL_CHECK="1" if args.fail_log else "",
-            SRV_FAIL_LOG="\n".join(args.fail_log),
-            SRV_TIMEOUT=args.ready_timeout,
-            SRV_TICKS=int(float(args.ready_timeout) * 10),
-            SRV_PORT=args.serving_port() or "",
-            SRV_STALE="".join(f"{h.pid} {h.start}\n" for h in strangers),
+            "SRV_FAIL_CHECK": "1" if args.fail_log else "",
+            "SRV_FAIL_LOG": "\n".join(args.fail_log),
+            "SRV_TIMEOUT": args.ready_timeout,
+            "SRV_TICKS": int(float(args.ready_timeout) * 10),
+            "SRV_PORT": args.serving_port() or "",
+            "SRV_STALE": "".join(f"{h.pid} {h.start}\n" for h in strangers),
+            "SRV_NAME": args.name,
+        }
+        if manager == "systemd":
+            return snippet(
+                "server_unit",
+                SRV_UNIT_TEXT=unit_text(args),
+                SRV_LAUNCHER_TEXT=launcher_text(args),
+                **inputs,
+            )
+        return snippet(
+            "server_start", argv=[*args.environment(), "setsid", *args.command], **inputs
         )
 
     def finish(self, args: dict[str, Any], plan: Plan, rc: int, out: str, err: str) -> dict:

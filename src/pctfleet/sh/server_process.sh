@@ -1,18 +1,30 @@
+# shellcheck shell=sh
 # What a server's PID file says: the PID as written, whether it lives (and carries
 # PCTFLEET_SERVER=NAME: `ours`), the launch spec beside it, the env file's hash (ENV_FILE
 # given), and the health URL's status while it lives (READY_URL given). `holderN`: one fact
 # per process that holds PORT (listening on it), that a STALE_PIDFILES line names, that
 # holds /dev/nvidia* open, or that our PID file names without our marker (a reused PID),
 # as pctfleet_proc_line prints it; the module tells ours (its process group) from the rest.
+# `init systemd` where systemd is PID 1. Where pctfleet wrote a unit for NAME, `unit` is
+# its enablement, and the PID and spec are the unit's (they outlast a restart; /run not).
 # inputs: PIDFILE NAME ENV_FILE READY_URL PORT STALE_PIDFILES
-# uses: kv pidfile http listener
-if [ -f "$PIDFILE" ]; then
+# uses: kv pidfile http listener unit
+sp_alive() {  # pid
+  pf_kv alive 1
+  if pctfleet_pid_marked "$1" "$NAME"; then pf_kv ours 1; fi
+}
+if pctfleet_systemd; then pf_kv init systemd; fi
+if [ -n "$NAME" ] && [ -f "$(pctfleet_unit_file "$NAME")" ] && pctfleet_systemd; then
+  sp_unit=$(pctfleet_unit "$NAME")
+  pf_kv unit "$(systemctl is-enabled "$sp_unit" 2>/dev/null || :)"
+  pid=$(systemctl show -p MainPID --value "$sp_unit" 2>/dev/null)
+  case $pid in '' | 0 | *[!0-9]*) pid= ;; *) pf_kv pid "$pid"; sp_alive "$pid" ;; esac
+  sp_spec=$(pctfleet_unit_spec "$NAME")
+  if [ -f "$sp_spec" ]; then pf_kv spec "$(cat "$sp_spec")"; fi
+elif [ -f "$PIDFILE" ]; then
   pf_kv pid "$(cat "$PIDFILE")"
   pid=$(pctfleet_live_pid "$PIDFILE")
-  if [ -n "$pid" ]; then
-    pf_kv alive 1
-    if pctfleet_pid_marked "$pid" "$NAME"; then pf_kv ours 1; fi
-  fi
+  if [ -n "$pid" ]; then sp_alive "$pid"; fi
   if [ -f "$PIDFILE.spec" ]; then pf_kv spec "$(cat "$PIDFILE.spec")"; fi
 fi
 if [ -n "$ENV_FILE" ]; then

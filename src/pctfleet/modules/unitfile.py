@@ -1,0 +1,67 @@
+"""The systemd unit and launcher the `server` module writes where systemd is PID 1.
+
+The unit runs a small sh launcher rather than the command itself, so the server sees
+exactly the environment of the detached mode: the env file sourced by sh (systemd's
+`EnvironmentFile=` parses quotes differently, and would override `env`), then `env`
+words, then the command. Every value is quoted by `q`, the shell layer's only quoting.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pctfleet.sh import library, q
+
+if TYPE_CHECKING:
+    from pctfleet.modules.server import ServerArgs
+
+
+def unit_name(server: str) -> str:
+    return f"pctfleet-{server}.service"
+
+
+def launcher_path(server: str) -> str:
+    return f"/etc/pctfleet/server-{server}.sh"
+
+
+def launcher_text(args: ServerArgs) -> str:
+    """The sh script the unit's ExecStart runs: chdir, env file, then exec the command."""
+    lines = [
+        "#!/bin/sh",
+        f"# Written by pctfleet: how {unit_name(args.name)} starts the server {args.name}.",
+        library(["envfile"]).rstrip("\n"),
+        "set -e",
+    ]
+    if args.chdir:
+        lines.append(f"cd {q(args.chdir)}")
+    if args.env_file:
+        lines.append(f"pctfleet_source_env {q(args.env_file)}")
+    words = " ".join(q(word) for word in [*args.environment(), *args.command])
+    lines.append(f"exec env {words} </dev/null")
+    return "\n".join(lines)
+
+
+def unit_text(args: ServerArgs) -> str:
+    """The unit: restarted on failure, enabled for boot, its output appended to the log."""
+    # In unit files `%` starts a specifier; the log path is the operator's, taken literally.
+    log = args.logfile.replace("%", "%%")
+    return "\n".join(
+        [
+            f"# Written by pctfleet for the server {args.name}; the next run undoes edits.",
+            "[Unit]",
+            f"Description=pctfleet server {args.name}",
+            "After=network.target",
+            "",
+            "[Service]",
+            "Type=simple",
+            f"ExecStart=/bin/sh {launcher_path(args.name)}",
+            f"StandardOutput=append:{log}",
+            "StandardError=inherit",
+            "Restart=on-failure",
+            "RestartSec=5",
+            f"TimeoutStopSec={int(args.stop_grace)}",
+            "",
+            "[Install]",
+            "WantedBy=multi-user.target",
+        ]
+    )
