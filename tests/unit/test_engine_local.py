@@ -35,3 +35,49 @@ def test_command_stdin_reaches_the_program_and_is_registered(tmp_path):
     assert run.status == "ok", run.message
     assert [t.status for t in run.tasks] == ["changed", "changed"]
     assert (tmp_path / "out.txt").read_text() == "hello from stdin"
+
+
+def test_a_task_s_details_reach_the_json_redacted(tmp_path):
+    """The server's own result (pid, manager) is in the task JSON; a secret in it is not."""
+    book = tmp_path / "book.yml"
+    pidfile = tmp_path / "s.pid"
+    book.write_text(
+        textwrap.dedent(
+            f"""\
+        - hosts: all
+          vars: {{api_token: tok-4711}}
+          tasks:
+            - name: serve
+              server:
+                name: s
+                command: ["sh", "-c", "echo up; exec sleep 30", "tok-4711"]
+                pidfile: {pidfile}
+                logfile: {tmp_path}/s.log
+                ready_log: up
+                ready_timeout: 5
+            - name: stop it again
+              server: {{name: s, command: x, state: stopped, pidfile: {pidfile}}}
+        """
+        )
+    )
+    play = load_playbook(book, known_args()).plays[0]
+    run = ContainerRun("local", 100)
+    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
+    engine = ContainerEngine(LocalTarget(), run, dict(play.vars), options)
+    engine.play(play.tasks, [])
+    assert [t.status for t in run.tasks] == ["changed", "changed"], run.message
+    details = run.tasks[0].as_json()["details"]
+    assert details["manager"] == "pidfile" and details["pid"] > 1, details
+    engine = ContainerEngine(LocalTarget(), ContainerRun("local", 100), {}, options)
+    hostile = {"stale": [{"pid": 7, "cmdline": "serve tok-4711", "why": "x"}]}
+    redacted = engine._redacted(play.tasks[0], _with_details(run.tasks[0], hostile))
+    assert redacted.details == hostile  # no secret among the engine's variables: kept
+    engine.vars = {"api_token": "tok-4711"}
+    redacted = engine._redacted(play.tasks[0], _with_details(run.tasks[0], hostile))
+    assert redacted.details["stale"][0]["cmdline"] == "serve ********"
+
+
+def _with_details(task, details):
+    import dataclasses
+
+    return dataclasses.replace(task, details=details)

@@ -34,7 +34,7 @@ def test_a_container_run_keeps_its_field_order_and_rounds_its_times():
     assert data["tasks"] == [
         {
             "name": "t", "module": "file", "status": "changed", "changed": True, "msg": "",
-            "diff": None, "duration": 1.235, "loc": "", "handler": False,
+            "diff": None, "duration": 1.235, "loc": "", "handler": False, "details": {},
         }
     ]  # fmt: skip
 

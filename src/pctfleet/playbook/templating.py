@@ -569,6 +569,17 @@ def redact(text: str, variables: Mapping[str, Any]) -> str:
     return text
 
 
+def redact_data(value: Any, variables: Mapping[str, Any]) -> Any:
+    """`value` (mappings, lists, scalars) with every string passed through `redact`."""
+    if isinstance(value, str):
+        return redact(value, variables)
+    if isinstance(value, Mapping):
+        return {k: redact_data(v, variables) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v, variables) for v in value]
+    return value
+
+
 __all__ = [
     "REDACTED",
     "LazyVars",
@@ -579,6 +590,7 @@ __all__ = [
     "names_reached",
     "referenced_names",
     "redact",
+    "redact_data",
     "render",
     "render_template_file",
     "secret_values",

@@ -20,7 +20,7 @@ from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, Plan, q
-from pctfleet.playbook.templating import condition, redact, render, unsafe
+from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
 from pctfleet.run.journal import new_run_id
 from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
 from pctfleet.run.results import ContainerRun, TaskResult
@@ -28,6 +28,12 @@ from pctfleet.transport.base import CommandTimeout, Target, TransferError, Trans
 from pctfleet.transport.files import push
 
 HIDDEN = "output hidden (no_log: true)"
+
+# What every task registers; the rest of a registered result is the module's own report.
+_NOT_DETAILS = frozenset(
+    {"changed", "failed", "msg", "rc", "stdout", "stderr", "stdout_lines", "ansible_facts"}
+    | {"log_tail"}  # the stderr of a failed server launch, already in msg
+)
 
 
 @dataclass
@@ -287,6 +293,7 @@ class ContainerEngine:
         result = self._result(task, status, str(msg), handler, started)
         result.diff = plan.diff if (self.options.diff and plan.changed) else None
         result.result = {k: v for k, v in registered.items() if k != "ansible_facts"}
+        result.details = {k: v for k, v in registered.items() if k not in _NOT_DETAILS}
         return self._redacted(task, result)
 
     def _result(self, task: Any, status: str, msg: str, handler: bool, started: float):
@@ -296,9 +303,10 @@ class ContainerEngine:
 
     def _redacted(self, task: Any, result: TaskResult) -> TaskResult:
         if task.no_log:
-            result.msg, result.diff, result.result = HIDDEN, None, {}
+            result.msg, result.diff, result.result, result.details = HIDDEN, None, {}, {}
             return result
         result.msg = redact(result.msg, self.vars)
+        result.details = redact_data(result.details, self.vars)
         if result.diff:
             result.diff = {k: redact(str(v), self.vars) for k, v in result.diff.items()}
         return result

@@ -20,13 +20,16 @@ class TaskResult:
     loc: str = ""
     handler: bool = False
     result: dict[str, Any] = field(default_factory=dict)
+    # What the module itself reports beyond its message (a server's pid, manager, the
+    # processes it stopped; the doctor's findings): its plan's result, redacted.
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
         return self.status == Status.CHANGED
 
     def as_json(self) -> dict:
-        names = "name module status changed msg diff duration loc handler"
+        names = "name module status changed msg diff duration loc handler details"
         return json_fields(self, names, digits=3)
 
 
