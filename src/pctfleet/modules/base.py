@@ -9,7 +9,9 @@ to run (and files to push). This is what lets a converged container cost one
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -60,6 +62,19 @@ class Fact:
     def fields(self) -> dict[str, str]:
         """The `pf_kv` lines, decoded, as a dict (later lines win; other lines are dropped)."""
         return decode_fields(self.output)
+
+
+def from_fields(state: type[T], fields: Mapping[str, str], **computed: Any) -> T:
+    """`state` with each field read from the fact field of its name, else its default.
+
+    The fields given in `computed` are the ones not read as plain text.
+    """
+    read = {
+        f.name: fields.get(f.name, f.default)
+        for f in dataclasses.fields(state)  # type: ignore[arg-type]
+        if f.name not in computed
+    }
+    return state(**read, **computed)
 
 
 class FactReader(Generic[T]):
