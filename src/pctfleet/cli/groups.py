@@ -4,7 +4,9 @@
 signature where its parameter stands (typer reads `inspect.signature`, which
 honours `__signature__`), and calls the command with one instance per group.
 `use(Group, "a", "b", c=1)` takes only fields a and b, in that order, and gives
-c another default; a field left out gets its dataclass default.
+c another default; a field left out gets its dataclass default. A group the
+signature does not name goes where its `**rest` stands (in decorator order) and
+reaches the command inside `rest`.
 """
 
 from __future__ import annotations
@@ -53,8 +55,12 @@ def grouped(**groups: type | Use) -> Callable[[Callable[..., Any]], Callable[...
         own = inspect.signature(command, eval_str=True)
         fields = {name: u.parameters() for name, u in uses.items()}
         params: list[inspect.Parameter] = []
+        unnamed = [p for name in uses if name not in own.parameters for p in fields[name]]
         for param in own.parameters.values():
-            params.extend(fields[param.name] if param.name in uses else [param])
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                params.extend(unnamed)
+            else:
+                params.extend(fields[param.name] if param.name in uses else [param])
 
         @functools.wraps(command)
         def wrapper(**given: Any) -> Any:
