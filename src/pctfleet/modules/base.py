@@ -115,10 +115,12 @@ REGISTRY: dict[str, Module] = {}
 
 
 class Module:
-    """Base class: a subclass sets `name`, its `Args` and `fact`, and implements `plan`.
+    """Base class: a subclass declares its name, `Args` and `fact`, and implements `plan`.
 
-    Defining a subclass with a `name` registers it: adding a module is one
-    file in this package plus its fixtures in tests/unit/modules/.
+    The declaration is the class statement,
+    `class File(Module, name="file", args=FileArgs, fact=PathStat()):`, and it
+    registers the module: adding a module is one file in this package plus its
+    fixtures in tests/unit/modules/.
     """
 
     name: ClassVar[str]
@@ -127,11 +129,23 @@ class Module:
     # Runs on the controller only (debug, set_fact): needs no probe and no remote call.
     controller: ClassVar[bool] = False
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(
+        cls,
+        *,
+        name: str | None = None,
+        args: type[Args] | None = None,
+        fact: FactReader | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            cls.Args.module = cls.name  # the name is written once, here; errors quote it
-            REGISTRY[cls.name] = cls()
+        if args is not None:
+            cls.Args = args
+        if fact is not None:
+            cls.fact = fact
+        if name is not None:
+            cls.name = name
+            cls.Args.module = name  # the name is written once, here; errors quote it
+            REGISTRY[name] = cls()
 
     def known_args(self) -> set[str] | None:
         return self.Args.names()

@@ -63,11 +63,7 @@ class OverlayFact(CudaFact[OverlayState]):
         }
 
 
-class CcclOverlay(Module):
-    name = "cccl_overlay"
-    Args = CcclArgs
-    fact = OverlayFact()
-
+class CcclOverlay(Module, name="cccl_overlay", args=CcclArgs, fact=OverlayFact()):
     def plan(self, args: CcclArgs, state: OverlayState, check: bool) -> Plan:
         manifest = state.manifest
         if args.state == "absent":

@@ -64,11 +64,7 @@ class LinksFact(CudaFact[LinksState]):
                 "driver": driver}  # fmt: skip
 
 
-class CudaLinks(Module):
-    name = "cuda_links"
-    Args = LinksArgs
-    fact = LinksFact()
-
+class CudaLinks(Module, name="cuda_links", args=LinksArgs, fact=LinksFact()):
     def plan(self, args: LinksArgs, state: LinksState, check: bool) -> Plan:
         if not state.cudart:
             return Plan(

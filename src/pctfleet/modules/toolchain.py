@@ -155,11 +155,7 @@ class ToolchainFact(FactReader[ToolchainFacts]):
         }
 
 
-class CudaToolchain(Module):
-    name = "cuda_toolchain"
-    Args = ToolchainArgs
-    fact = ToolchainFact()
-
+class CudaToolchain(Module, name="cuda_toolchain", args=ToolchainArgs, fact=ToolchainFact()):
     def plan(self, args: ToolchainArgs, state: ToolchainFacts | None, check_mode: bool) -> Plan:
         facts = state or parse_toolchain("")
         target = args.target(facts)
@@ -280,16 +276,12 @@ def _stamp(toolchain: str, args: ProbeArgs) -> str:
     return f"{toolchain} {args.arch} ok"
 
 
-class CompileProbe(Module):
+class CompileProbe(Module, name="compile_probe", args=ProbeArgs, fact=ProbeFact()):
     """Compile and link a CCCL+CUB kernel the way flashinfer's JIT does (no GPU needed).
 
     A passing probe leaves a stamp with the toolchain id and arch, so a
     converged container does not compile again; `force: true` always compiles.
     """
-
-    name = "compile_probe"
-    Args = ProbeArgs
-    fact = ProbeFact()
 
     def plan(self, args: ProbeArgs, state: ProbeState, check_mode: bool) -> Plan:
         stamp = _stamp(state.toolchain or "None", args)
