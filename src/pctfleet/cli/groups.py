@@ -1,4 +1,8 @@
-"""Option groups: a dataclass of `Annotated[..., typer.Option(...)]` fields, declared once.
+"""Option groups: a dataclass of `opt()` and `flag()` fields, each option declared once.
+
+A field is one line, like pydantic's `Field`: its type, then its flags, help
+and default, `venv: str | None = opt("--venv", "Serving venv.", shown="/opt/sglang")`.
+A group's `panel` (a ClassVar) is the help panel all its options stand in.
 
 `@grouped(conn=Connection, sel=Selection)` puts a group's fields in the command's
 signature where its parameter stands (typer reads `inspect.signature`, which
@@ -16,9 +20,31 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
+OPTION = "pctfleet.option"  # the field metadata key opt() writes and Use reads
+
+
+def opt(
+    flags: str, text: str, default: Any = None, *, shown: str | None = None, **option: Any
+) -> Any:
+    """A group field: its flags ("--limit -l", in help order), help text and default.
+
+    `shown` is the default as the help words it (typer's show_default); other
+    keywords (min, max, count, hidden) go to typer.Option as they are.
+    """
+    if shown is not None:
+        option["show_default"] = shown
+    declared = (tuple(flags.split()), {"help": text, **option})
+    return dataclasses.field(default=default, metadata={OPTION: declared})
+
+
+def flag(flags: str, text: str, default: bool = False, **option: Any) -> Any:
+    """A yes/no group field, off unless `default` says otherwise."""
+    return opt(flags, text, default, **option)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,10 +64,18 @@ class Use:
                 name,
                 KEYWORD,
                 default=self.defaults.get(name, fields[name].default),
-                annotation=hints[name],
+                annotation=self._option(fields[name], hints[name]),
             )
             for name in self.names or fields
         ]
+
+    def _option(self, item: dataclasses.Field, hint: Any) -> Any:
+        """The field's type annotated with its typer.Option, as typer reads a parameter."""
+        if OPTION not in item.metadata:
+            raise TypeError(f"{self.group.__name__}.{item.name} is not declared with opt()")
+        flags, option = item.metadata[OPTION]
+        panel = getattr(self.group, "panel", None)
+        return Annotated[hint, typer.Option(*flags, rich_help_panel=panel, **option)]
 
 
 def use(group: type, *names: str, **defaults: Any) -> Use:
