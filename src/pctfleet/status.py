@@ -34,6 +34,15 @@ UNREACHED = (Status.UNREACHABLE, Status.CT_MISSING, Status.CT_STOPPED, Status.TI
 SUCCESS = (Status.OK, Status.CHANGED)
 
 
+@dataclass
+class ContainerOutcome:
+    """One container's line in a command's report: which one, its status, and why."""
+
+    container: str
+    status: str
+    message: str = ""
+
+
 @dataclass(frozen=True)
 class Rule:
     """`code` when any status is one of `any_of`, or any is outside `all_in`."""

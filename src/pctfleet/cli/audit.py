@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.groups import flag, grouped, opt, use
 from pctfleet.cli.options import (
     DEFAULT_PLAYBOOK,
     Connection,
@@ -25,13 +25,10 @@ from pctfleet.status import exit_code
 class Baseline:
     """The recorded fingerprints drift is also judged against."""
 
-    baseline: Annotated[
-        bool,
-        typer.Option("--baseline", help="Record each container's fingerprint as the new baseline."),
-    ] = False
-    baseline_file: Annotated[
-        Path, typer.Option("--baseline-file", help="Where baselines live.")
-    ] = Path("~/.local/state/pctfleet/baseline.json")
+    baseline: bool = flag("--baseline", "Record each container's fingerprint as the new baseline.")
+    baseline_file: Path = opt(
+        "--baseline-file", "Where baselines live.", Path("~/.local/state/pctfleet/baseline.json")
+    )
 
 
 @grouped(

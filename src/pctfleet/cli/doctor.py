@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
 
 import typer
 
-from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.groups import flag, grouped, opt, use
 from pctfleet.cli.options import Connection, Forks, Output, Selection
 from pctfleet.status import exit_code
 
@@ -16,36 +15,16 @@ from pctfleet.status import exit_code
 class Diagnose:
     """What doctor looks at, and where (its own options)."""
 
-    local: Annotated[
-        bool, typer.Option("--local", help="Diagnose this machine instead (no SSH, no pct).")
-    ] = False
-    venv: Annotated[
-        str | None,
-        typer.Option(
-            "--venv", help="Serving venv.", show_default="the 'venv' var, else /opt/sglang"
-        ),
-    ] = None
-    arch: Annotated[
-        str | None,
-        typer.Option(
-            "--arch", help="Target arch, e.g. sm_120.", show_default="the GPU's, else sm_120"
-        ),
-    ] = None
-    cuda_toolkit: Annotated[
-        str | None,
-        typer.Option(
-            "--cuda-toolkit", help="Expected cuda-toolkit.", show_default="what torch pins"
-        ),
-    ] = None
-    env_file: Annotated[
-        str | None,
-        typer.Option(
-            "--env-file",
-            help="The server's environment file.",
-            show_default="the 'server_env_file' var",
-        ),
-    ] = None
-    no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the compile probe.")] = False
+    local: bool = flag("--local", "Diagnose this machine instead (no SSH, no pct).")
+    venv: str | None = opt("--venv", "Serving venv.", shown="the 'venv' var, else /opt/sglang")
+    arch: str | None = opt("--arch", "Target arch, e.g. sm_120.", shown="the GPU's, else sm_120")
+    cuda_toolkit: str | None = opt(
+        "--cuda-toolkit", "Expected cuda-toolkit.", shown="what torch pins"
+    )
+    env_file: str | None = opt(
+        "--env-file", "The server's environment file.", shown="the 'server_env_file' var"
+    )
+    no_probe: bool = flag("--no-probe", "Skip the compile probe.")
 
     def overrides(self) -> dict:
         return {

@@ -1,10 +1,16 @@
-"""Option groups: a dataclass of `Annotated[..., typer.Option(...)]` fields, declared once.
+"""Option groups: a dataclass of `opt()` and `flag()` fields, each option declared once.
+
+A field is one line, like pydantic's `Field`: its type, then its flags, help
+and default, `venv: str | None = opt("--venv", "Serving venv.", shown="/opt/sglang")`.
+A group's `panel` (a ClassVar) is the help panel all its options stand in.
 
 `@grouped(conn=Connection, sel=Selection)` puts a group's fields in the command's
 signature where its parameter stands (typer reads `inspect.signature`, which
 honours `__signature__`), and calls the command with one instance per group.
 `use(Group, "a", "b", c=1)` takes only fields a and b, in that order, and gives
-c another default; a field left out gets its dataclass default.
+c another default; a field left out gets its dataclass default. A group the
+signature does not name goes where its `**rest` stands (in decorator order) and
+reaches the command inside `rest`.
 """
 
 from __future__ import annotations
@@ -14,9 +20,31 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
+OPTION = "pctfleet.option"  # the field metadata key opt() writes and Use reads
+
+
+def opt(
+    flags: str, text: str, default: Any = None, *, shown: str | None = None, **option: Any
+) -> Any:
+    """A group field: its flags ("--limit -l", in help order), help text and default.
+
+    `shown` is the default as the help words it (typer's show_default); other
+    keywords (min, max, count, hidden) go to typer.Option as they are.
+    """
+    if shown is not None:
+        option["show_default"] = shown
+    declared = (tuple(flags.split()), {"help": text, **option})
+    return dataclasses.field(default=default, metadata={OPTION: declared})
+
+
+def flag(flags: str, text: str, default: bool = False, **option: Any) -> Any:
+    """A yes/no group field, off unless `default` says otherwise."""
+    return opt(flags, text, default, **option)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,10 +64,18 @@ class Use:
                 name,
                 KEYWORD,
                 default=self.defaults.get(name, fields[name].default),
-                annotation=hints[name],
+                annotation=self._option(fields[name], hints[name]),
             )
             for name in self.names or fields
         ]
+
+    def _option(self, item: dataclasses.Field, hint: Any) -> Any:
+        """The field's type annotated with its typer.Option, as typer reads a parameter."""
+        if OPTION not in item.metadata:
+            raise TypeError(f"{self.group.__name__}.{item.name} is not declared with opt()")
+        flags, option = item.metadata[OPTION]
+        panel = getattr(self.group, "panel", None)
+        return Annotated[hint, typer.Option(*flags, rich_help_panel=panel, **option)]
 
 
 def use(group: type, *names: str, **defaults: Any) -> Use:
@@ -53,8 +89,12 @@ def grouped(**groups: type | Use) -> Callable[[Callable[..., Any]], Callable[...
         own = inspect.signature(command, eval_str=True)
         fields = {name: u.parameters() for name, u in uses.items()}
         params: list[inspect.Parameter] = []
+        unnamed = [p for name in uses if name not in own.parameters for p in fields[name]]
         for param in own.parameters.values():
-            params.extend(fields[param.name] if param.name in uses else [param])
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                params.extend(unnamed)
+            else:
+                params.extend(fields[param.name] if param.name in uses else [param])
 
         @functools.wraps(command)
         def wrapper(**given: Any) -> Any:

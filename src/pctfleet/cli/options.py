@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import typer
 
 from pctfleet import exitcodes
+from pctfleet.cli.groups import flag, opt
 from pctfleet.textout import visible
 from pctfleet.transport.options import ConnectOptions
 
@@ -45,39 +46,15 @@ def select_containers(inventory: Path | None, host: str | None, ct: str | None, 
 
 @dataclass
 class Selection:
-    inventory: Annotated[
-        Path | None,
-        typer.Option(
-            "-i",
-            "--inventory",
-            help="Inventory YAML (pctfleet or Ansible format).",
-            rich_help_panel=SEL,
-        ),
-    ] = None
-    host: Annotated[
-        str | None,
-        typer.Option(
-            "--host", help="Ad hoc: a Proxmox node address (use with --ct).", rich_help_panel=SEL
-        ),
-    ] = None
-    ct: Annotated[
-        str | None,
-        typer.Option(
-            "--ct",
-            help="Ad hoc: container ids on --host, e.g. 200,201 or 200-205.",
-            rich_help_panel=SEL,
-        ),
-    ] = None
-    limit: Annotated[
-        str | None,
-        typer.Option(
-            "--limit",
-            "-l",
-            help="Select containers: group, node, node/ctid, name or glob; "
-            "'!x' excludes, '&x' intersects.",
-            rich_help_panel=SEL,
-        ),
-    ] = None
+    panel: ClassVar[str] = SEL
+
+    inventory: Path | None = opt("-i --inventory", "Inventory YAML (pctfleet or Ansible format).")
+    host: str | None = opt("--host", "Ad hoc: a Proxmox node address (use with --ct).")
+    ct: str | None = opt("--ct", "Ad hoc: container ids on --host, e.g. 200,201 or 200-205.")
+    limit: str | None = opt(
+        "--limit -l",
+        "Select containers: group, node, node/ctid, name or glob; '!x' excludes, '&x' intersects.",
+    )
 
     def select(self):
         return select_containers(self.inventory, self.host, self.ct, self.limit)
@@ -85,68 +62,33 @@ class Selection:
 
 @dataclass
 class Connection:
-    user: Annotated[
-        str | None,
-        typer.Option(
-            "--user",
-            "-u",
-            help="SSH user on the nodes. A non-root user runs 'sudo -n pct'.",
-            show_default="root, or ~/.ssh/config",
-            rich_help_panel=CONN,
-        ),
-    ] = None
-    port: Annotated[
-        int | None,
-        typer.Option(
-            "--port",
-            min=1,
-            max=65535,
-            help="SSH port.",
-            show_default="22, or ~/.ssh/config",
-            rich_help_panel=CONN,
-        ),
-    ] = None
-    identity: Annotated[
-        str | None,
-        typer.Option(
-            "--identity",
-            help="Private key file (ssh-agent and ~/.ssh keys are tried too).",
-            rich_help_panel=CONN,
-        ),
-    ] = None
-    known_hosts: Annotated[
-        str | None,
-        typer.Option(
-            "--known-hosts",
-            help="known_hosts file to check node keys against.",
-            show_default="/etc/ssh/ssh_known_hosts and ~/.ssh/known_hosts",
-            rich_help_panel=CONN,
-        ),
-    ] = None
-    accept_new_host_keys: Annotated[
-        bool,
-        typer.Option(
-            "--accept-new-host-keys",
-            help="Record unknown node keys (like OpenSSH accept-new). "
-            "A changed key is always refused.",
-            rich_help_panel=CONN,
-        ),
-    ] = False
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout", min=0.1, help="Seconds one remote command may take.", rich_help_panel=CONN
-        ),
-    ] = 600.0
-    connect_timeout: Annotated[
-        float,
-        typer.Option(
-            "--connect-timeout",
-            min=0.1,
-            help="Seconds to connect and authenticate (capped at --timeout).",
-            rich_help_panel=CONN,
-        ),
-    ] = 10.0
+    panel: ClassVar[str] = CONN
+
+    user: str | None = opt(
+        "--user -u",
+        "SSH user on the nodes. A non-root user runs 'sudo -n pct'.",
+        shown="root, or ~/.ssh/config",
+    )
+    port: int | None = opt("--port", "SSH port.", min=1, max=65535, shown="22, or ~/.ssh/config")
+    identity: str | None = opt(
+        "--identity", "Private key file (ssh-agent and ~/.ssh keys are tried too)."
+    )
+    known_hosts: str | None = opt(
+        "--known-hosts",
+        "known_hosts file to check node keys against.",
+        shown="/etc/ssh/ssh_known_hosts and ~/.ssh/known_hosts",
+    )
+    accept_new_host_keys: bool = flag(
+        "--accept-new-host-keys",
+        "Record unknown node keys (like OpenSSH accept-new). A changed key is always refused.",
+    )
+    timeout: float = opt("--timeout", "Seconds one remote command may take.", 600.0, min=0.1)
+    connect_timeout: float = opt(
+        "--connect-timeout",
+        "Seconds to connect and authenticate (capped at --timeout).",
+        10.0,
+        min=0.1,
+    )
 
     def options(self) -> ConnectOptions:
         return ConnectOptions(
@@ -164,26 +106,13 @@ class Connection:
 class Run:
     """What of a playbook runs, and how."""
 
-    tags: Annotated[
-        str | None,
-        typer.Option("--tags", "-t", help="Only tasks with these tags (comma-separated)."),
-    ] = None
-    skip_tags: Annotated[
-        str | None, typer.Option("--skip-tags", help="Skip tasks with these tags.")
-    ] = None
-    check: Annotated[
-        bool, typer.Option("--check", "-C", help="Change nothing; report what would change.")
-    ] = False
-    diff: Annotated[
-        bool,
-        typer.Option("--diff", "-D", help="Show before/after of files and package versions."),
-    ] = False
-    extra_vars: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--extra-vars", "-e", help="k=v, @file.yml or a JSON mapping; highest precedence."
-        ),
-    ] = None
+    tags: str | None = opt("--tags -t", "Only tasks with these tags (comma-separated).")
+    skip_tags: str | None = opt("--skip-tags", "Skip tasks with these tags.")
+    check: bool = flag("--check -C", "Change nothing; report what would change.")
+    diff: bool = flag("--diff -D", "Show before/after of files and package versions.")
+    extra_vars: list[str] | None = opt(
+        "--extra-vars -e", "k=v, @file.yml or a JSON mapping; highest precedence."
+    )
 
     def run_options(self, **more):  # noqa: ANN003 - RunOptions' own fields
         from pctfleet.inventory import parse_extra_vars
@@ -200,39 +129,28 @@ class Run:
 
 @dataclass
 class Output:
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False
-    verbose: Annotated[
-        int, typer.Option("--verbose", "-v", count=True, help="More detail; repeat.")
-    ] = 0
-    journal_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--journal-dir",
-            help="Where run journals go.",
-            show_default="~/.local/state/pctfleet/runs",
-        ),
-    ] = None
+    as_json: bool = flag("--json", "One JSON document on stdout.")
+    verbose: int = opt("--verbose -v", "More detail; repeat.", 0, count=True)
+    journal_dir: Path | None = opt(
+        "--journal-dir", "Where run journals go.", shown="~/.local/state/pctfleet/runs"
+    )
 
 
 @dataclass
 class Lock:
-    lock_wait: Annotated[
-        float,
-        typer.Option(
-            "--lock-wait",
-            min=0,
-            help="Seconds to wait for another run's lock on a container before giving up on it.",
-        ),
-    ] = 300.0
-    lock_lease: Annotated[
-        float,
-        typer.Option(
-            "--lock-lease",
-            min=1,
-            hidden=True,
-            help="Seconds a run keeps a container's lock between two of its calls.",
-        ),
-    ] = 60.0
+    lock_wait: float = opt(
+        "--lock-wait",
+        "Seconds to wait for another run's lock on a container before giving up on it.",
+        300.0,
+        min=0,
+    )
+    lock_lease: float = opt(
+        "--lock-lease",
+        "Seconds a run keeps a container's lock between two of its calls.",
+        60.0,
+        min=1,
+        hidden=True,
+    )
 
 
 Forks = Annotated[int, typer.Option("--forks", "-f", min=1, help="Containers worked on at once.")]

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.groups import flag, grouped, opt, use
 from pctfleet.cli.options import (
     Connection,
     Forks,
@@ -42,60 +42,30 @@ from pctfleet.transport.options import ConnectOptions
 class Batches:
     """How the rollout goes: batch sizes, when to stop, the health gate, a resume."""
 
-    serial: Annotated[
-        str,
-        typer.Option(
-            "--serial",
-            help="Batch sizes, Ansible style: 1, 25%, "
-            "or a list like 1,25%,100% (the last repeats).",
-        ),
-    ] = "1,25%"
-    max_fail_percent: Annotated[
-        float | None,
-        typer.Option(
-            "--max-fail-percent",
-            min=0,
-            max=100,
-            help="Stop when a batch's failures exceed this percent.",
-        ),
-    ] = None
-    any_errors_fatal: Annotated[
-        bool, typer.Option("--any-errors-fatal", help="Stop at the first failed container.")
-    ] = False
-    per_node: Annotated[
-        int | None,
-        typer.Option(
-            "--per-node",
-            min=1,
-            help="At most this many containers of one Proxmox node change at once.",
-        ),
-    ] = None
-    order: Annotated[
-        str, typer.Option("--order", help="spread: batches mix nodes; node: node by node.")
-    ] = "spread"
-    gate: Annotated[
-        bool, typer.Option("--gate/--no-gate", help="Verify each batch before the next starts.")
-    ] = True
-    gate_checks: Annotated[
-        str | None,
-        typer.Option(
-            "--gate-checks",
-            help="pytest -k expression selecting the gate's verify checks.",
-            show_default="the batch is converged, plus the checks of the stack parts "
-            "the playbook deploys",
-        ),
-    ] = None
-    gate_tests: Annotated[
-        list[Path] | None, typer.Option("--gate-tests", help="More check files for the gate.")
-    ] = None
-    resume: Annotated[
-        str | None,
-        typer.Option(
-            "--resume",
-            help="Continue rollout ID: skip "
-            "containers done (after checking they are still healthy).",
-        ),
-    ] = None
+    serial: str = opt(
+        "--serial",
+        "Batch sizes, Ansible style: 1, 25%, or a list like 1,25%,100% (the last repeats).",
+        "1,25%",
+    )
+    max_fail_percent: float | None = opt(
+        "--max-fail-percent", "Stop when a batch's failures exceed this percent.", min=0, max=100
+    )
+    any_errors_fatal: bool = flag("--any-errors-fatal", "Stop at the first failed container.")
+    per_node: int | None = opt(
+        "--per-node", "At most this many containers of one Proxmox node change at once.", min=1
+    )
+    order: str = opt("--order", "spread: batches mix nodes; node: node by node.", "spread")
+    gate: bool = flag("--gate/--no-gate", "Verify each batch before the next starts.", True)
+    gate_checks: str | None = opt(
+        "--gate-checks",
+        "pytest -k expression selecting the gate's verify checks.",
+        shown="the batch is converged, plus the checks of the stack parts the playbook deploys",
+    )
+    gate_tests: list[Path] | None = opt("--gate-tests", "More check files for the gate.")
+    resume: str | None = opt(
+        "--resume",
+        "Continue rollout ID: skip containers done (after checking they are still healthy).",
+    )
 
 
 @grouped(

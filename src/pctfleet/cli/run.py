@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -31,9 +31,7 @@ def run_command(
     sel: Selection,
     run: Run,
     forks: Forks = 10,
-    out: Output,
-    lock: Lock,
-    conn: Connection,
+    **rest: Any,  # out, lock, conn
 ) -> int:
     """Bring containers to the state a playbook declares.
 
@@ -43,7 +41,7 @@ def run_command(
     (node down, container missing or stopped, timeout), 4 bad inventory,
     playbook or vars, 5 bad options, 99 interrupted.
     """
-    return playbook_run("run", playbook, sel, run, out, lock, conn, forks)
+    return playbook_run("run", playbook, sel, run, forks, **rest)
 
 
 @grouped(
@@ -61,9 +59,7 @@ def provision_command(
     *,
     run: Run,
     forks: Forks = 10,
-    out: Output,
-    lock: Lock,
-    conn: Connection,
+    **rest: Any,  # out, lock, conn
 ) -> int:
     """Provision one container with the full GPU serving setup (playbooks/site.yml).
 
@@ -71,7 +67,7 @@ def provision_command(
 
     Same options and exit codes as 'pctfleet run'.
     """
-    return playbook_run("provision", default_playbook(playbook), sel, run, out, lock, conn, forks)
+    return playbook_run("provision", default_playbook(playbook), sel, run, forks, **rest)
 
 
 def playbook_run(
@@ -79,10 +75,11 @@ def playbook_run(
     playbook: Path,
     sel: Selection,
     run: Run,
+    forks: int,
+    *,
     out: Output,
     lock: Lock,
     conn: Connection,
-    forks: int,
 ) -> int:
     """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
     from pctfleet.cli import report

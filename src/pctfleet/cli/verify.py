@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
-from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.groups import grouped, opt, use
 from pctfleet.cli.options import Connection, Forks, Output, Run, Selection, fail
 from pctfleet.status import exit_code
 
@@ -17,19 +16,11 @@ from pctfleet.status import exit_code
 class Checks:
     """Which checks run, and where their report goes."""
 
-    tests: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--tests", help="More test files or folders (testinfra, the 'host' fixture); repeat."
-        ),
-    ] = None
-    keyword: Annotated[
-        str | None,
-        typer.Option("--keyword", "-k", help="Select checks like pytest -k, e.g. 'server'."),
-    ] = None
-    junit: Annotated[
-        Path | None, typer.Option("--junit", help="Also write pytest's JUnit XML to this file.")
-    ] = None
+    tests: list[Path] | None = opt(
+        "--tests", "More test files or folders (testinfra, the 'host' fixture); repeat."
+    )
+    keyword: str | None = opt("--keyword -k", "Select checks like pytest -k, e.g. 'server'.")
+    junit: Path | None = opt("--junit", "Also write pytest's JUnit XML to this file.")
 
 
 @grouped(

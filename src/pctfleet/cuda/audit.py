@@ -22,6 +22,7 @@ from pctfleet.modules.cccl import MANIFEST
 from pctfleet.modules.pip import LIST_INSTALLED
 from pctfleet.run.results import UNREACHED, ContainerRun
 from pctfleet.sh import snippet
+from pctfleet.status import ContainerOutcome
 
 DEFAULT_BASELINE = Path("~/.local/state/pctfleet/baseline.json")
 MATRIX = ("nvcc", "nvvm", "runtime", "cccl", "torch", "flashinfer", "sglang", "driver")
@@ -89,10 +90,8 @@ class DriftItem:
 
 
 @dataclass
-class ContainerAudit:
-    container: str
-    status: str  # clean | drift | unreachable | ct-missing | ct-stopped | timeout | error
-    message: str = ""
+class ContainerAudit(ContainerOutcome):
+    # status: clean | drift | unreachable | ct-missing | ct-stopped | timeout | error
     items: list[DriftItem] = field(default_factory=list)
     fingerprint: dict[str, str] = field(default_factory=dict)
     remote_calls: int = 0

@@ -53,6 +53,11 @@ class Verdict:
     message: str
 
 
+def repairable(problem: str, tags: str) -> Verdict:
+    """A failed verdict naming the provision run that repairs it."""
+    return Verdict(False, f"{problem} (fix: provision --tags {tags})")
+
+
 def check(verdict_of: Callable[[Gathered], Verdict], doc: str) -> Callable[..., None]:
     """A fleet check (a pytest test): judge the host's facts with `verdict_of`.
 
@@ -212,7 +217,7 @@ def verdict_links(gathered: Gathered) -> Verdict:
             problems.append(f"{name} does not resolve to a file ({_shown(found, name)})")
     problems += _driver_problems(found)
     if problems:
-        return Verdict(False, "; ".join(problems) + " (fix: provision --tags links)")
+        return repairable("; ".join(problems), "links")
     note = " (no driver: pctfleet's symbol-less stub)" if found.get("fallback") else ""
     shown = ", ".join(_shown(found, n) for n in ("lib64", "lib64/libcudart.so"))
     return Verdict(
@@ -240,28 +245,20 @@ def verdict_cccl(gathered: Gathered) -> Verdict:
     found = gathered.fields("cccl")
     where = found.get("dst", "include/cccl")
     if "manifest" not in found:
-        return Verdict(False, f"no overlay manifest in {where} (fix: provision --tags overlay)")
+        return repairable(f"no overlay manifest in {where}", "overlay")
     try:
         manifest = json.loads(base64.b64decode(found["manifest"]))
     except ValueError:
         return Verdict(False, f"{where}/{MANIFEST} is not valid JSON")
     recorded, actual = manifest.get("tree_hash"), found.get("tree_hash")
+    tree = str(actual)[:16]
     if recorded != actual:
-        return Verdict(
-            False,
-            f"{where} changed since the overlay: tree hash {str(actual)[:16]}, manifest says "
-            f"{str(recorded)[:16]} (fix: provision --tags overlay)",
-        )
-    version = found.get("version")
-    if version and manifest.get("cccl_version") not in (None, version):
-        return Verdict(
-            False, f"CCCL_VERSION is {version}, manifest says {manifest.get('cccl_version')}"
-        )
-    return Verdict(
-        True,
-        f"CCCL {manifest.get('cccl_version')} from {manifest.get('source')}, "
-        f"tree hash {str(actual)[:16]} as recorded",
-    )
+        changed = f"tree hash {tree}, manifest says {str(recorded)[:16]}"
+        return repairable(f"{where} changed since the overlay: {changed}", "overlay")
+    version, cccl = found.get("version"), manifest.get("cccl_version")
+    if version and cccl not in (None, version):
+        return Verdict(False, f"CCCL_VERSION is {version}, manifest says {cccl}")
+    return Verdict(True, f"CCCL {cccl} from {manifest.get('source')}, tree hash {tree} as recorded")
 
 
 def verdict_jit(gathered: Gathered) -> Verdict:
@@ -273,11 +270,8 @@ def verdict_jit(gathered: Gathered) -> Verdict:
         if stamp != toolchain:
             stale.append(f"{folder}: {'no stamp' if stamp is None else 'built for ' + stamp}")
     if not toolchain or stale:
-        return Verdict(
-            False,
-            f"JIT cache stale for toolchain {toolchain or '(unknown)'}: {'; '.join(stale)} "
-            "(fix: provision --tags cache)",
-        )
+        stamped = f"JIT cache stale for toolchain {toolchain or '(unknown)'}: {'; '.join(stale)}"
+        return repairable(stamped, "cache")
     return Verdict(
         True, f"{len(gathered.cache_folders)} cache folder(s) stamped for toolchain {toolchain}"
     )
@@ -308,7 +302,7 @@ def verdict_server_pid(gathered: Gathered) -> Verdict:
     pidfile = gathered.settings.get("server_pidfile", "the PID file")
     proc = server_process(gathered)
     if proc.pid is None:
-        return Verdict(False, f"no PID file {pidfile} (fix: provision --tags server)")
+        return repairable(f"no PID file {pidfile}", "server")
     if not proc.pid.isdigit() or proc.state is None:
         return Verdict(False, f"pid {proc.pid!r} from {pidfile} is not running (stale PID file)")
     if proc.state == "Z":

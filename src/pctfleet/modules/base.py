@@ -9,7 +9,9 @@ to run (and files to push). This is what lets a converged container cost one
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -62,6 +64,19 @@ class Fact:
         return decode_fields(self.output)
 
 
+def from_fields(state: type[T], fields: Mapping[str, str], **computed: Any) -> T:
+    """`state` with each field read from the fact field of its name, else its default.
+
+    The fields given in `computed` are the ones not read as plain text.
+    """
+    read = {
+        f.name: fields.get(f.name, f.default)
+        for f in dataclasses.fields(state)  # type: ignore[arg-type]
+        if f.name not in computed
+    }
+    return state(**read, **computed)
+
+
 class FactReader(Generic[T]):
     """One fact: the shell snippet that reads it in the container and its parser.
 
@@ -100,10 +115,12 @@ REGISTRY: dict[str, Module] = {}
 
 
 class Module:
-    """Base class: a subclass sets `name`, its `Args` and `fact`, and implements `plan`.
+    """Base class: a subclass declares its name, `Args` and `fact`, and implements `plan`.
 
-    Defining a subclass with a `name` registers it: adding a module is one
-    file in this package plus its fixtures in tests/unit/modules/.
+    The declaration is the class statement,
+    `class File(Module, name="file", args=FileArgs, fact=PathStat()):`, and it
+    registers the module: adding a module is one file in this package plus its
+    fixtures in tests/unit/modules/.
     """
 
     name: ClassVar[str]
@@ -112,11 +129,23 @@ class Module:
     # Runs on the controller only (debug, set_fact): needs no probe and no remote call.
     controller: ClassVar[bool] = False
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(
+        cls,
+        *,
+        name: str | None = None,
+        args: type[Args] | None = None,
+        fact: FactReader | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            cls.Args.module = cls.name  # the name is written once, here; errors quote it
-            REGISTRY[cls.name] = cls()
+        if args is not None:
+            cls.Args = args
+        if fact is not None:
+            cls.fact = fact
+        if name is not None:
+            cls.name = name
+            cls.Args.module = name  # the name is written once, here; errors quote it
+            REGISTRY[name] = cls()
 
     def known_args(self) -> set[str] | None:
         return self.Args.names()

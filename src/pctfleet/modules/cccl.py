@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 
 from pctfleet.modules.args import arg, text
-from pctfleet.modules.base import Fact, FactReader, Module, Plan, World
-from pctfleet.modules.toolchain import CudaArgs
+from pctfleet.modules.base import Fact, Module, Plan, World, from_fields
+from pctfleet.modules.toolchain import CudaArgs, CudaFact
 from pctfleet.sh import library, snippet
 
 MANIFEST = ".pctfleet-overlay.json"
@@ -42,20 +42,13 @@ class OverlayState:
     tree_hash: str | None = None
 
 
-class OverlayFact(FactReader[OverlayState]):
+class OverlayFact(CudaFact[OverlayState]):
     State = OverlayState
-
-    def command(self, args: CcclArgs, want_diff: bool) -> str:
-        return snippet("cccl_overlay_fact", **args.inputs())
+    snippet_name = "cccl_overlay_fact"
 
     def parse(self, reading: Fact) -> OverlayState:
         fields = reading.fields()
-        return OverlayState(
-            source=fields.get("source"),
-            source_version=fields.get("source_version", ""),
-            manifest=_manifest(fields),
-            tree_hash=fields.get("tree_hash"),
-        )
+        return from_fields(OverlayState, fields, manifest=_manifest(fields))
 
     def converged(self, args: CcclArgs, world: World) -> dict[str, str]:
         if args.state == "absent":
@@ -70,11 +63,7 @@ class OverlayFact(FactReader[OverlayState]):
         }
 
 
-class CcclOverlay(Module):
-    name = "cccl_overlay"
-    Args = CcclArgs
-    fact = OverlayFact()
-
+class CcclOverlay(Module, name="cccl_overlay", args=CcclArgs, fact=OverlayFact()):
     def plan(self, args: CcclArgs, state: OverlayState, check: bool) -> Plan:
         manifest = state.manifest
         if args.state == "absent":

@@ -106,24 +106,16 @@ def _run(args: CommandArgs, line: str) -> Plan:
     return Plan(True, script=f"{chdir}exec {line}\n", skip_in_check=True, stdin=stdin)
 
 
-class Command(Module):
+class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
     """Run a program without a shell: `command: ls -la /opt` or `argv: [ls, -la]`."""
-
-    name = "command"
-    Args = CommandArgs
-    fact = GuardFact()
 
     def plan(self, args: CommandArgs, state: Guards | None, check: bool) -> Plan:
         argv = args.argv or tuple(shlex.split(args.cmd))
         return _skipped(args, state) or _run(args, " ".join(q(word) for word in argv))
 
 
-class Shell(Module):
+class Shell(Module, name="shell", args=ShellArgs, fact=GuardFact()):
     """Run a line through /bin/sh: pipes, redirections and variables work."""
-
-    name = "shell"
-    Args = ShellArgs
-    fact = GuardFact()
 
     def plan(self, args: ShellArgs, state: Guards | None, check: bool) -> Plan:
         shell = args.executable or "/bin/sh"

@@ -33,11 +33,9 @@ class DebugArgs(Args):
         return dataclasses.replace(args, value=value)
 
 
-class Debug(Module):
+class Debug(Module, name="debug", args=DebugArgs):
     """Print a message or a variable: `debug: {msg: "..."}` or `debug: {var: result}`."""
 
-    name = "debug"
-    Args = DebugArgs
     controller = True
 
     def plan(self, args: DebugArgs, state: None, check: bool) -> Plan:
@@ -51,11 +49,9 @@ class SetFactArgs(Args):
     free_names: ClassVar[bool] = True
 
 
-class SetFact(Module):
+class SetFact(Module, name="set_fact", args=SetFactArgs):
     """Set variables for the later tasks of this container."""
 
-    name = "set_fact"
-    Args = SetFactArgs
     controller = True
 
     def plan(self, args: SetFactArgs, state: None, check: bool) -> Plan:
@@ -72,11 +68,9 @@ class FailArgs(Args):
     msg: str = arg("Failed as requested", convert=_shown)
 
 
-class Fail(Module):
+class Fail(Module, name="fail", args=FailArgs):
     """Stop this container's run with a message."""
 
-    name = "fail"
-    Args = FailArgs
     controller = True
 
     def plan(self, args: FailArgs, state: None, check: bool) -> Plan:

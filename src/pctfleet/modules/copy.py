@@ -140,12 +140,8 @@ class ContentStat(FactReader[FileContent]):
         }
 
 
-class Copy(Module):
+class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
     """Write `content` (or a local `src` file) to `dest` in the container."""
-
-    name = "copy"
-    Args = CopyArgs
-    fact = ContentStat()
 
     def plan(self, args: ContentArgs, state: FileContent, check: bool) -> Plan:
         dest, data = args.dest, args.data
@@ -162,11 +158,8 @@ class Copy(Module):
         return Plan(True, script="set -e\n" + "\n".join(fixes) + "\n", diff=diff)
 
 
-class Template(Copy):
+class Template(Copy, name="template", args=TemplateArgs):
     """Render a jinja2 template from the playbook's templates/ folder into `dest`."""
-
-    name = "template"
-    Args = TemplateArgs
 
 
 def _diff(dest: str, state: FileContent, data: bytes) -> dict:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pctfleet.modules.args import arg, flag
-from pctfleet.modules.base import Fact, FactReader, Module, Plan, World
-from pctfleet.modules.toolchain import CudaArgs
+from pctfleet.modules.base import Fact, Module, Plan, World, from_fields
+from pctfleet.modules.toolchain import CudaArgs, CudaFact
 from pctfleet.sh import snippet
 
 FALLBACK = "libcuda.so.fallback"
@@ -47,21 +47,14 @@ class LinksState:
     driver: str = ""
 
 
-class LinksFact(FactReader[LinksState]):
+class LinksFact(CudaFact[LinksState]):
     State = LinksState
-
-    def command(self, args: LinksArgs, want_diff: bool) -> str:
-        return snippet("cuda_links_fact", **args.cuda_inputs())
+    snippet_name = "cuda_links_fact"
 
     def parse(self, reading: Fact) -> LinksState:
         fields = reading.fields()
-        return LinksState(
-            cuda_home=fields.get("cuda_home"),
-            cudart=fields.get("cudart", ""),
-            links=tuple((name, fields.get(name, "")) for name in LINKS),
-            fallback=fields.get("fallback") == "1",
-            driver=fields.get("driver", ""),
-        )
+        links = tuple((name, fields.get(name, "")) for name in LINKS)
+        return from_fields(LinksState, fields, links=links, fallback=fields.get("fallback") == "1")
 
     def converged(self, args: LinksArgs, world: World) -> dict[str, str]:
         """On a GPU node: every link in place, to the driver's library."""
@@ -71,11 +64,7 @@ class LinksFact(FactReader[LinksState]):
                 "driver": driver}  # fmt: skip
 
 
-class CudaLinks(Module):
-    name = "cuda_links"
-    Args = LinksArgs
-    fact = LinksFact()
-
+class CudaLinks(Module, name="cuda_links", args=LinksArgs, fact=LinksFact()):
     def plan(self, args: LinksArgs, state: LinksState, check: bool) -> Plan:
         if not state.cudart:
             return Plan(

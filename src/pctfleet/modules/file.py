@@ -93,11 +93,7 @@ class FileArgs(Args):
             raise self.fail("state=link needs 'src'", where)
 
 
-class File(Module):
-    name = "file"
-    Args = FileArgs
-    fact = PathStat()
-
+class File(Module, name="file", args=FileArgs, fact=PathStat()):
     def plan(self, args: FileArgs, state: PathState, check: bool) -> Plan:
         path, current = args.path, state.type
         if args.state == "absent":

@@ -92,11 +92,7 @@ def _numbered(fields: Mapping[str, str], prefix: str) -> dict[int, str]:
     return found
 
 
-class FlashinferCache(Module):
-    name = "flashinfer_cache"
-    Args = CacheArgs
-    fact = CacheFact()
-
+class FlashinferCache(Module, name="flashinfer_cache", args=CacheArgs, fact=CacheFact()):
     def plan(self, args: CacheArgs, state: CacheState, check: bool) -> Plan:
         toolchain, folders = state.toolchain, args.folders
         stale = [f for i, f in enumerate(folders) if state.stamps.get(i) != toolchain]

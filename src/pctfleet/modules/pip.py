@@ -183,11 +183,7 @@ class InstalledPackages(FactReader[Installed]):
         return {"pkgs": json.dumps(installed, sort_keys=True)}
 
 
-class Pip(Module):
-    name = "pip"
-    Args = PipArgs
-    fact = InstalledPackages()
-
+class Pip(Module, name="pip", args=PipArgs, fact=InstalledPackages()):
     def plan(self, args: PipArgs, state: Installed, check: bool) -> Plan:
         installed = state.pkgs
         if args.state == "absent":

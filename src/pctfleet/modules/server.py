@@ -296,7 +296,7 @@ def stop_script(pidfile: str, grace: Any, expect: str) -> str:
     return snippet("server_stop", PIDFILE=pidfile, GRACE=int(grace), EXPECT=expect)
 
 
-class Server(Module):
+class Server(Module, name="server", args=ServerArgs, fact=ServerProcess()):
     """Run a server detached (setsid, env, PID file, log) and wait until it is ready.
 
     Ready means every given check holds: `ready_url` answers `ready_status`,
@@ -308,10 +308,6 @@ class Server(Module):
     port, or lives by a `stale_pidfiles` file, is a server we did not start: `stale: stop`
     stops it by PID before the launch, `stale: fail` refuses; both name PID and command line.
     """
-
-    name = "server"
-    Args = ServerArgs
-    fact = ServerProcess()
 
     def plan(self, args: ServerArgs, state: ProcessState, check: bool) -> Plan:
         manager = _manager(args, state)
@@ -437,16 +433,12 @@ class ServerStopArgs(Args):
     expect: str | None = arg(None, convert=text)
 
 
-class ServerStop(Module):
+class ServerStop(Module, name="server_stop", args=ServerStopArgs, fact=PidFileProcess()):
     """Stop whatever a PID file names: TERM to its process group, a grace period, then KILL.
 
     `expect` (optional) is a piece of the command line the process must have,
     so a PID reused by an unrelated process is left alone.
     """
-
-    name = "server_stop"
-    Args = ServerStopArgs
-    fact = PidFileProcess()
 
     def plan(self, args: ServerStopArgs, state: ProcessState, check: bool) -> Plan:
         if state.pid is None:

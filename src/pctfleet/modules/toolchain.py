@@ -10,7 +10,7 @@ was patched by hand is found too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from pctfleet.cuda.compile_probe import parse_probe, probe_script
 from pctfleet.cuda.facts import ToolchainFacts, major_minor, parse_toolchain, toolchain_snippet
@@ -18,7 +18,7 @@ from pctfleet.cuda.known_errors import scan
 from pctfleet.cuda.rules import EXTRAS, arch_parts, check, expected_components
 from pctfleet.errors import PlaybookError, brief
 from pctfleet.modules.args import Args, arg, flag, text
-from pctfleet.modules.base import Fact, FactReader, Module, Plan, World
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, from_fields
 from pctfleet.modules.pip import installer
 from pctfleet.sh import snippet
 
@@ -55,6 +55,22 @@ class CudaArgs(Args):
     def cuda_inputs(self) -> dict[str, str]:
         """The inputs of the sh/ snippets that find $CH (lib/cuda_env.sh)."""
         return {"VENV": self.venv or DEFAULT_VENV, "CH_ARG": self.cuda_home or ""}
+
+    def inputs(self) -> dict[str, str]:
+        """What the module's fact snippet takes (a module with more inputs adds them)."""
+        return self.cuda_inputs()
+
+
+S = TypeVar("S")
+
+
+class CudaFact(FactReader[S]):
+    """A fact read by one sh/ snippet (`snippet_name`) from the task's `inputs()`."""
+
+    snippet_name: ClassVar[str]
+
+    def command(self, args: CudaArgs, want_diff: bool) -> str:
+        return snippet(self.snippet_name, **args.inputs())
 
 
 def env_file_prefix(path: str | None) -> str:
@@ -139,11 +155,7 @@ class ToolchainFact(FactReader[ToolchainFacts]):
         }
 
 
-class CudaToolchain(Module):
-    name = "cuda_toolchain"
-    Args = ToolchainArgs
-    fact = ToolchainFact()
-
+class CudaToolchain(Module, name="cuda_toolchain", args=ToolchainArgs, fact=ToolchainFact()):
     def plan(self, args: ToolchainArgs, state: ToolchainFacts | None, check_mode: bool) -> Plan:
         facts = state or parse_toolchain("")
         target = args.target(facts)
@@ -246,20 +258,14 @@ class ProbeState:
     fi_cccl: str | None = None  # flashinfer's bundled CCCL, when it is there
 
 
-class ProbeFact(FactReader[ProbeState]):
+class ProbeFact(CudaFact[ProbeState]):
     State = ProbeState
-
-    def command(self, args: ProbeArgs, want_diff: bool) -> str:
-        return snippet("compile_probe_fact", **args.cuda_inputs())
+    snippet_name = "compile_probe_fact"
 
     def parse(self, reading: Fact) -> ProbeState:
         fields = reading.fields()
-        return ProbeState(
-            toolchain=fields.get("toolchain", ""),
-            stamp=fields.get("stamp", ""),
-            cuda_home=fields.get("cuda_home", ""),
-            fi_cccl=fields.get("fi_cccl") if fields.get("fi_present") else None,
-        )
+        fi_cccl = fields.get("fi_cccl") if fields.get("fi_present") else None
+        return from_fields(ProbeState, fields, fi_cccl=fi_cccl)
 
     def converged(self, args: ProbeArgs, world: World) -> dict[str, str]:
         toolchain = "0123456789abcdef"
@@ -270,16 +276,12 @@ def _stamp(toolchain: str, args: ProbeArgs) -> str:
     return f"{toolchain} {args.arch} ok"
 
 
-class CompileProbe(Module):
+class CompileProbe(Module, name="compile_probe", args=ProbeArgs, fact=ProbeFact()):
     """Compile and link a CCCL+CUB kernel the way flashinfer's JIT does (no GPU needed).
 
     A passing probe leaves a stamp with the toolchain id and arch, so a
     converged container does not compile again; `force: true` always compiles.
     """
-
-    name = "compile_probe"
-    Args = ProbeArgs
-    fact = ProbeFact()
 
     def plan(self, args: ProbeArgs, state: ProbeState, check_mode: bool) -> Plan:
         stamp = _stamp(state.toolchain or "None", args)

@@ -26,6 +26,7 @@ from typing import Any
 
 from pctfleet import exitcodes
 from pctfleet.jsonfields import json_fields
+from pctfleet.status import ContainerOutcome
 from pctfleet.transport.connections import node_options
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.verify import SETTINGS, UNAVAILABLE
@@ -66,10 +67,8 @@ class CheckResult:
 
 
 @dataclass
-class ContainerResult:
-    container: str
-    status: str  # passed | failed | unreachable | ct-missing | ct-stopped | timeout | error
-    message: str = ""
+class ContainerResult(ContainerOutcome):
+    # status: passed | failed | unreachable | ct-missing | ct-stopped | timeout | error
     checks: list[CheckResult] = field(default_factory=list)
     seconds: float | None = None  # reading its facts (the one remote call)
 
