@@ -109,3 +109,23 @@ def test_the_unit_launcher_gives_the_server_what_the_detached_mode_gives(tmp_pat
         "A=from-env B=two words C=$(id -u) `x` S=sg",
         "[it's][$HOME][%n]",
     ]
+
+
+def test_clearing_the_cache_never_stops_a_pid_file_s_process_without_our_marker(tmp_path):
+    from pctfleet.sh import snippet
+
+    pidfile = tmp_path / "s.pid"
+    stranger = subprocess.Popen(["sleep", "30"])
+    try:
+        pidfile.write_text(f"{stranger.pid}\n")
+        done = sh(snippet("flashinfer_cache_stop", PIDFILE=str(pidfile), GRACE=1))
+        assert done.returncode == 0, done.stderr
+        assert "was not started by pctfleet: not stopped" in done.stderr
+        assert stranger.poll() is None, "a process pctfleet did not start was stopped"
+    finally:
+        stranger.kill()
+        stranger.wait()
+    marked = subprocess.Popen(["sleep", "30"], env={**os.environ, "PCTFLEET_SERVER": "s"})
+    pidfile.write_text(f"{marked.pid}\n")
+    done = sh(snippet("flashinfer_cache_stop", PIDFILE=str(pidfile), GRACE=1))
+    assert marked.wait(timeout=5) is not None and not pidfile.exists(), done.stderr
