@@ -109,3 +109,19 @@ def test_the_unit_launcher_gives_the_server_what_the_detached_mode_gives(tmp_pat
         "A=from-env B=two words C=$(id -u) `x` S=sg",
         "[it's][$HOME][%n]",
     ]
+
+
+def test_the_unit_launcher_writes_the_pid_file_with_the_servers_pid(tmp_path):
+    """systemd starts the unit again after a reboot (empty /run) or a failure without
+    pctfleet: the launcher itself names the server's PID in the PID file."""
+    from pctfleet.modules.unitfile import launcher_text
+
+    pidfile = tmp_path / "run" / "sg.pid"
+    raw = {"name": "sg", "command": ["sh", "-c", "echo $$"], "pidfile": str(pidfile)}
+    args = Server().prepare(raw, Context(), "t")
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(launcher_text(args))
+    done = subprocess.run(["sh", str(launcher)], capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert pidfile.read_text() == done.stdout  # the PID the server itself sees
+    assert [p.name for p in pidfile.parent.iterdir()] == ["sg.pid"]

@@ -30,6 +30,13 @@ def launcher_text(args: ServerArgs) -> str:
         "#!/bin/sh",
         f"# Written by pctfleet: how {unit_name(args.name)} starts the server {args.name}.",
         library(["envfile"]).rstrip("\n"),
+        # systemd restarts the unit after a failure or a reboot without pctfleet, and /run
+        # is a tmpfs: the PID file (read by verify, the cache's server stop) must come from
+        # here. `exec` keeps this PID, so it is the unit's main PID. Best effort: a PID
+        # file that cannot be written is no reason not to serve.
+        f"pctfleet_pf={q(args.pidfile)}",
+        'mkdir -p "$(dirname "$pctfleet_pf")" &&',
+        '  echo $$ > "$pctfleet_pf.$$" && mv -f "$pctfleet_pf.$$" "$pctfleet_pf"',
         "set -e",
     ]
     if args.chdir:
