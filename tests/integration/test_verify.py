@@ -11,11 +11,12 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from suites import TRIXIE_CT, TRIXIE_SPARE, ensure_trixie, suite_params
+from suites import TRIXIE_CT, TRIXIE_SPARE, ensure_trixie, suite_params, unit_state
 
 from pctfleet import exitcodes
 from pctfleet.lab import Lab
@@ -232,3 +233,20 @@ def _environ() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def test_after_a_restart_the_unit_serves_again_and_passes(lab: Lab, pair: Pair) -> None:
+    """systemd brings the server back on its own (/run emptied): the PID file names it."""
+    if pair is not TRIXIE:
+        pytest.skip("no init system here brings the server back after a restart")
+    lab.restart_container("node1", pair.served)
+    deadline = time.monotonic() + 60
+    while True:  # the unit is started at boot; the server answers a moment later
+        proc = verify(lab, "--limit", pair.key, "--json")
+        if proc.returncode == exitcodes.OK or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    (row,) = document(proc)["containers"]
+    assert outcomes(row) == dict.fromkeys(CHECKS, "passed"), row["checks"]
+    enabled, main_pid, pidfile = unit_state(str(lab.inventory), pair.key)
+    assert (enabled, main_pid) == ("enabled", pidfile)

@@ -8,6 +8,7 @@ words, then the command. Every value is quoted by `q`, the shell layer's only qu
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from pctfleet.sh import library, q
@@ -72,3 +73,10 @@ def unit_text(args: ServerArgs) -> str:
             "WantedBy=multi-user.target",
         ]
     )
+
+
+def files_sha(args: ServerArgs) -> str:
+    """Hash of the unit file and the launcher as the `server_unit` script writes them
+    (printf '%s\\n': each text and a newline); server_process.sh hashes them the same way."""
+    written = f"{unit_text(args)}\n{launcher_text(args)}\n"
+    return hashlib.sha256(written.encode()).hexdigest()[:16]
