@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from suites import PURELIB
 from test_brownfield import KEY, UV, UV_TOML, in_ct, uv_binary  # noqa: F401
 
 from pctfleet.cuda.rules import expected_components
@@ -21,7 +22,6 @@ from pctfleet.cuda.rules import expected_components
 pytestmark = pytest.mark.lab
 
 VENV = "/root/venv"
-CH = f"{VENV}/lib/python3.11/site-packages/nvidia/cu13"
 JIT = "/root/.cache/flashinfer"
 STALE = f"{JIT}/0.7.4/120/cached_ops/adopt_stale_kernel"
 # Everything provision would otherwise share with other tests on this container
@@ -78,7 +78,9 @@ def handmade(lab, uv_binary):  # noqa: F811
     in_ct(f"{UV} venv -q {VENV}")
     in_ct(f"{UV} pip install -q --python {VENV}/bin/python '{PINNED}'")
     in_ct(f"{UV} pip install -q --python {VENV}/bin/python --no-deps nvidia-cuda-nvcc==13.2.78")
-    in_ct(f"ln -sfn libcudart.so.13 {CH}/lib/libcudart.so && mkdir -p {STALE} && : > {STALE}/x.so")
+    site = in_ct(f"{VENV}/bin/python -c '{PURELIB}'").stdout.decode().strip()
+    link = f"{site}/nvidia/cu13/lib/libcudart.so"
+    in_ct(f"ln -sfn libcudart.so.13 {link} && mkdir -p {STALE} && : > {STALE}/x.so")
     yield info
     stop_our_server()
     in_ct(f"rm -rf {MADE}; rmdir /root/.local/bin /root/.local 2>/dev/null || :")

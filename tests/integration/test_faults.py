@@ -16,10 +16,12 @@ import signal
 import textwrap
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from faultlab import KEYS, FaultLab, journal_records, scenario, statuses, wait_for
+from suites import PURELIB
 
 from pctfleet.modules.cccl import MANIFEST, TREE_HASH
 
@@ -47,9 +49,6 @@ QUICK = """\
 """
 
 VENV = "/opt/pctfleet-faults/venv"
-SITE = f"{VENV}/lib/python3.11/site-packages"
-CUDA_HOME = f"{SITE}/nvidia/cu13"
-BUNDLED = f"{SITE}/flashinfer/data/cccl"  # flashinfer's own CCCL: the default source
 ALT = "/opt/cccl-alt"  # a copy with one header byte changed
 OVERLAY_CT = "node1/200"
 
@@ -64,7 +63,8 @@ SETUP = f"""\
     - name: a second CCCL source, one header byte different
       shell: |
         set -e
-        rm -rf {ALT}.tmp && cp -a {BUNDLED} {ALT}.tmp
+        site=$({VENV}/bin/python -c '{PURELIB}')
+        rm -rf {ALT}.tmp && cp -a "$site/flashinfer/data/cccl" {ALT}.tmp
         printf '\\n// pctfleet fault suite: alternate tree\\n' \\
           >> {ALT}.tmp/libcudacxx/include/cuda/std/__cccl/version.h
         mv {ALT}.tmp {ALT}
@@ -80,7 +80,7 @@ OVERLAY = f"""\
     - name: overlay CCCL
       cccl_overlay:
         venv: {VENV}
-        cuda_home: {CUDA_HOME}
+        cuda_home: "{{{{ cuda_home }}}}"
         source: "{{{{ cccl_source }}}}"
     - name: after the overlay
       file: {{path: "/tmp/pctfleet-after-{{{{ mark }}}}", state: touch}}
@@ -130,20 +130,36 @@ def healed(fl):
     fl.up()
 
 
+@dataclass(frozen=True)
+class Overlay:
+    """Where the overlay tests' venv keeps its CUDA toolkit and flashinfer's own CCCL."""
+
+    site: str  # the venv's site-packages, as its Python reports it
+
+    @property
+    def cuda_home(self) -> str:
+        return f"{self.site}/nvidia/cu13"
+
+    @property
+    def bundled(self) -> str:
+        return f"{self.site}/flashinfer/data/cccl"  # flashinfer's own CCCL: the default source
+
+
 @pytest.fixture(scope="module")
-def overlay_ready(fl, tmp_path_factory):
+def overlay_ready(fl, tmp_path_factory) -> Overlay:
     """node1/200 with CUDA wheels, flashinfer's CCCL and an alternate CCCL source."""
     folder = tmp_path_factory.mktemp("overlay-setup")
     code, doc, err = fl.run(
         book(folder, "setup.yml", SETUP), "--limit", OVERLAY_CT, journal=folder, timeout=900
     )
     assert code == 0, err[-3000:]
-    return folder
+    return Overlay(fl.ct_out(OVERLAY_CT, f"{VENV}/bin/python -c '{PURELIB}'").strip())
 
 
 @pytest.fixture(scope="module")
-def pip_ready(fl):
-    """node2/200 with a venv and the wheels of two versions of six, installable offline."""
+def pip_ready(fl) -> str:
+    """node2/200 with a venv and the wheels of two versions of six, installable offline;
+    the venv's site-packages."""
     script = f"""set -e
 [ -x {PIP_VENV}/bin/python ] || python3 -m venv {PIP_VENV}
 for v in {SIX[0]} {SIX[1]}; do
@@ -153,6 +169,7 @@ done
 """
     proc = fl.ct_sh(PIP_CT, script, timeout=600)
     assert proc.returncode == 0, proc.stderr
+    return fl.ct_out(PIP_CT, f"{PIP_VENV}/bin/python -c '{PURELIB}'").strip()
 
 
 # -- looking at the overlay ----------------------------------------------------------
@@ -176,12 +193,12 @@ def tree_hash(root: Path) -> str:
     return hashlib.sha256(listing).hexdigest()
 
 
-def overlay_state(fl: FaultLab) -> dict:
+def overlay_state(fl: FaultLab, ov: Overlay) -> dict:
     """The overlay as it is: manifest, the tree's hash (two ways), leftovers."""
-    include = fl.ct_root(OVERLAY_CT) / CUDA_HOME.lstrip("/") / "include"
+    include = fl.ct_root(OVERLAY_CT) / ov.cuda_home.lstrip("/") / "include"
     manifest_file = include / "cccl" / MANIFEST
     manifest = json.loads(manifest_file.read_text()) if manifest_file.exists() else {}
-    shell = fl.ct_out(OVERLAY_CT, TREE_HASH + f'pctfleet_tree_hash "{CUDA_HOME}/include/cccl"')
+    shell = fl.ct_out(OVERLAY_CT, TREE_HASH + f'pctfleet_tree_hash "{ov.cuda_home}/include/cccl"')
     return {
         "manifest": manifest,
         "source": manifest.get("source"),
@@ -199,18 +216,20 @@ def assert_whole(state: dict, *sources: str) -> None:
     assert state["orig"], "the wheel's original tree is kept"
 
 
-def other(source: str | None) -> str:
-    return BUNDLED if source == ALT else ALT
+def other(ov: Overlay, source: str | None) -> str:
+    return ov.bundled if source == ALT else ALT
 
 
-def as_var(source: str) -> str:
-    return "" if source == BUNDLED else source  # "" means flashinfer's bundled tree
+def overlay_vars(ov: Overlay, source: str) -> list[str]:
+    """-e options: the CCCL source ("" means flashinfer's bundled tree) and CUDA_HOME."""
+    cccl = "" if source == ov.bundled else source
+    return ["-e", f"cccl_source={cccl}", "-e", f"cuda_home={ov.cuda_home}"]
 
 
-def overlay(fl: FaultLab, tmp_path: Path, source: str, *more: str):
+def overlay(fl: FaultLab, ov: Overlay, tmp_path: Path, source: str, *more: str):
     return fl.run(
         book(tmp_path, "overlay.yml", OVERLAY),
-        "--limit", OVERLAY_CT, "-e", f"cccl_source={as_var(source)}", "-e", f"mark={mark()}",
+        "--limit", OVERLAY_CT, *overlay_vars(ov, source), "-e", f"mark={mark()}",
         *more, journal=tmp_path / f"j-{mark()}",
     )  # fmt: skip
 
@@ -436,8 +455,8 @@ def test_timed_out_command_keeps_the_lock(healed, tmp_path):
 # -- interrupting the controller -----------------------------------------------------
 
 
-def _wait_stage(fl: FaultLab, proc) -> None:  # noqa: ANN001
-    stage = fl.ct_root(OVERLAY_CT) / CUDA_HOME.lstrip("/") / "include/.cccl.pctfleet-stage"
+def _wait_stage(fl: FaultLab, ov: Overlay, proc) -> None:  # noqa: ANN001
+    stage = fl.ct_root(OVERLAY_CT) / ov.cuda_home.lstrip("/") / "include/.cccl.pctfleet-stage"
 
     def staging() -> bool:
         assert proc.poll() is None, "the run ended before the overlay started"
@@ -448,23 +467,23 @@ def _wait_stage(fl: FaultLab, proc) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_mid_overlay(healed, overlay_ready, tmp_path, sig):
-    fl = healed
+    fl, ov = healed, overlay_ready
     name = signal.Signals(sig).name
     with scenario("faults", f"{name} in the middle of the CCCL overlay") as s:
-        before = overlay_state(fl)
-        old, new, m = before["source"], other(before["source"]), mark()
+        before = overlay_state(fl, ov)
+        old, new, m = before["source"], other(ov, before["source"]), mark()
         journal = tmp_path / "j1"
         proc = fl.start(
             "run", str(book(tmp_path, "overlay.yml", OVERLAY)), "-i", fl.inventory,
             "--limit", OVERLAY_CT, "--journal-dir", str(journal),
-            "-e", f"cccl_source={as_var(new)}", "-e", f"mark={m}",
+            *overlay_vars(ov, new), "-e", f"mark={m}",
         )  # fmt: skip
-        _wait_stage(fl, proc)
+        _wait_stage(fl, ov, proc)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 99, err
         assert "interrupted: no new tasks started" in err
-        after = overlay_state(fl)
+        after = overlay_state(fl, ov)
         assert_whole(after, old, new)
         assert after["source"] == new  # the running task was let finish
         assert not after["stage"]
@@ -480,7 +499,7 @@ def test_interrupt_mid_overlay(healed, overlay_ready, tmp_path, sig):
             "'after the overlay' never started; journal: start, 2 task records, container "
             "'interrupted', 'interrupted'"
         )
-        code, doc, err = overlay(fl, tmp_path, new)
+        code, doc, err = overlay(fl, ov, tmp_path, new)
         assert code == 0, err
         tasks = {t["name"]: t["status"] for t in doc["containers"][0]["tasks"]}
         assert tasks == {
@@ -488,7 +507,7 @@ def test_interrupt_mid_overlay(healed, overlay_ready, tmp_path, sig):
             "overlay CCCL": "ok",
             "after the overlay": "changed",
         }
-        assert_whole(overlay_state(fl), new)
+        assert_whole(overlay_state(fl, ov), new)
         s.preserved = (
             "the new tree, whole: recomputed tree hash == manifest hash == TREE_HASH in the "
             "container; `pctfleet verify -k cccl_overlay_matches_manifest` passed; no stage "
@@ -498,19 +517,19 @@ def test_interrupt_mid_overlay(healed, overlay_ready, tmp_path, sig):
 
 @pytest.mark.parametrize("remote", [False, True], ids=["controller", "controller+remote"])
 def test_sigkill_mid_overlay(healed, overlay_ready, tmp_path, remote):
-    fl = healed
+    fl, ov = healed, overlay_ready
     title = "SIGKILL of the controller in the middle of the CCCL overlay"
     if remote:
         title += ", its remote script killed too"
     with scenario("faults", title) as s:
-        before = overlay_state(fl)
-        old, new, m = before["source"], other(before["source"]), mark()
+        before = overlay_state(fl, ov)
+        old, new, m = before["source"], other(ov, before["source"]), mark()
         proc = fl.start(
             "run", str(book(tmp_path, "overlay.yml", OVERLAY)), "-i", fl.inventory,
             "--limit", OVERLAY_CT, "--journal-dir", str(tmp_path / "j1"), "--lock-lease", "2",
-            "-e", f"cccl_source={as_var(new)}", "-e", f"mark={m}",
+            *overlay_vars(ov, new), "-e", f"mark={m}",
         )  # fmt: skip
-        _wait_stage(fl, proc)
+        _wait_stage(fl, ov, proc)
         proc.kill()
         proc.wait(30)
         killed = []
@@ -519,7 +538,7 @@ def test_sigkill_mid_overlay(healed, overlay_ready, tmp_path, remote):
             killed += fl.kill_ct_processes(OVERLAY_CT, b".cccl.pctfleet-stage")
             assert killed, "the overlay script was running"
         wait_for(lambda: not fl.ct_processes(OVERLAY_CT, b"pctfleet-task"), 60, "the remote script")
-        after = overlay_state(fl)
+        after = overlay_state(fl, ov)
         assert_whole(after, old, new)
         if remote:
             assert after["source"] == old and after["stage"]  # cut off before the swap
@@ -535,9 +554,9 @@ def test_sigkill_mid_overlay(healed, overlay_ready, tmp_path, remote):
             + f"the tree is the {ended} one"
             + (", a partial stage folder is left" if after["stage"] else "")
         )
-        code, doc, err = overlay(fl, tmp_path, new)
+        code, doc, err = overlay(fl, ov, tmp_path, new)
         assert code == 0, err
-        final = overlay_state(fl)
+        final = overlay_state(fl, ov)
         assert_whole(final, new)
         assert not final["stage"]
         s.preserved = (
@@ -550,7 +569,7 @@ def test_sigkill_mid_overlay(healed, overlay_ready, tmp_path, remote):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_mid_pip_install(healed, pip_ready, tmp_path, sig):
-    fl = healed
+    fl, site = healed, pip_ready
     name = signal.Signals(sig).name
     python = f"{PIP_VENV}/bin/python"
     version = f"{python} -c 'import six; print(six.__version__)' 2>/dev/null || echo absent"
@@ -574,8 +593,8 @@ def test_interrupt_mid_pip_install(healed, pip_ready, tmp_path, sig):
         now = fl.ct_out(PIP_CT, version).strip()
         assert now in (old, new)
         assert now == new  # the running task was let finish
-        dists = fl.ct_out(PIP_CT, f"ls -d {PIP_VENV}/lib/python3.11/site-packages/six-*")
-        assert dists.split() == [f"{PIP_VENV}/lib/python3.11/site-packages/six-{new}.dist-info"]
+        dists = fl.ct_out(PIP_CT, f"ls -d {site}/six-*")
+        assert dists.split() == [f"{site}/six-{new}.dist-info"]
         assert fl.ct_sh(PIP_CT, f"{python} -m pip check").returncode == 0
         records = journal_records(journal)
         assert kinds(records) == ["start", "task", "container", "interrupted"]
@@ -602,11 +621,11 @@ def test_interrupt_mid_pip_install(healed, pip_ready, tmp_path, sig):
 
 
 def test_disk_full_during_overlay(healed, overlay_ready, tmp_path):
-    fl = healed
-    include = f"{CUDA_HOME}/include"
+    fl, ov = healed, overlay_ready
+    include = f"{ov.cuda_home}/include"
     with scenario("faults", "The container's disk fills during the CCCL overlay") as s:
-        before = overlay_state(fl)
-        old, new = before["source"], other(before["source"])
+        before = overlay_state(fl, ov)
+        old, new = before["source"], other(ov, before["source"])
         # A tmpfs a few MB larger than what include/ holds now, with the same content.
         fill = f"""set -e
 if grep -q " {include} tmpfs " /proc/mounts; then umount {include}; fi
@@ -620,24 +639,24 @@ df -k {include} | tail -1
         proc = fl.ct_sh(OVERLAY_CT, fill)
         assert proc.returncode == 0, proc.stderr
         try:
-            assert overlay_state(fl)["hash"] == before["hash"]
-            code, doc, err = overlay(fl, tmp_path, new)
+            assert overlay_state(fl, ov)["hash"] == before["hash"]
+            code, doc, err = overlay(fl, ov, tmp_path, new)
             assert code == 2, err
             run = doc["containers"][0]
             task = next(t for t in run["tasks"] if t["name"] == "overlay CCCL")
             assert task["status"] == "failed"
             assert "No space left on device" in task["msg"], task
             assert "No space left on device" in run["message"]
-            after = overlay_state(fl)
+            after = overlay_state(fl, ov)
             assert_whole(after, old)
             assert after["hash"] == before["hash"] and not after["stage"]
             verify_overlay(fl)
             s.outcome = f"exit 2; the overlay task failed: '{task['msg']}'"
         finally:
             fl.ct_sh(OVERLAY_CT, f"umount {include}")
-        code, doc, err = overlay(fl, tmp_path, new)
+        code, doc, err = overlay(fl, ov, tmp_path, new)
         assert code == 0, err
-        assert_whole(overlay_state(fl), new)
+        assert_whole(overlay_state(fl, ov), new)
         s.preserved = (
             "the old tree, byte for byte (same hash, manifest intact, verify passed); the "
             "partial stage folder was removed; with space back the rerun converged"

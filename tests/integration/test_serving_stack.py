@@ -6,14 +6,27 @@ import json
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 
 import pytest
+from suites import TRIXIE_CT, cuda_home, ensure_trixie, server_port, suite_params, unit_state
 
 pytestmark = pytest.mark.lab
 
-FRESH = "node2/200"
-SEEDED = "node2/201"
-CH = "/opt/sglang/lib/python3.11/site-packages/nvidia/cu13"
+
+@dataclass(frozen=True)
+class Stack:
+    """Where one suite's tests run: a freshly provisioned container and one to break."""
+
+    fresh: str
+    seeded: str
+    limit: str  # both of them
+    systemd: bool  # systemd is PID 1: the server runs as a unit
+
+
+# On trixie one container plays both parts: every seeding test ends with it repaired.
+BOOKWORM = Stack("node2/200", "node2/201", "node2", systemd=False)
+TRIXIE = Stack(TRIXIE_CT, TRIXIE_CT, TRIXIE_CT, systemd=True)
 PIP = "/opt/sglang/bin/python -m pip install -q --no-deps --disable-pip-version-check"
 
 
@@ -26,6 +39,13 @@ def pctfleet(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def lab_inventory(lab):
     return str(lab.up(nodes=2, containers=2).inventory)
+
+
+@pytest.fixture(scope="module", params=suite_params(BOOKWORM, TRIXIE))
+def stack(request, extra_ct) -> Stack:
+    if request.param is TRIXIE:
+        ensure_trixie(extra_ct)
+    return request.param
 
 
 def sh(inventory: str, key: str, script: str) -> subprocess.CompletedProcess:
@@ -47,31 +67,40 @@ def doctor(inventory: str, key: str, *more: str) -> tuple[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def provisioned(lab_inventory, tmp_path_factory):
-    """Both node2 containers wiped of any earlier serving setup, then provisioned."""
+def provisioned(lab_inventory, stack, tmp_path_factory):
+    """The suite's containers wiped of any earlier serving setup, then provisioned."""
     reset = tmp_path_factory.mktemp("reset") / "reset.yml"
     reset.write_text(
         textwrap.dedent("""\
         - hosts: all
           tasks:
-            - name: stop an earlier server
-              server_stop: {pidfile: /run/pctfleet/sglang.pid, grace: 5}
+            - name: stop an earlier server, and remove its unit where there is one
+              server:
+                {name: sglang, state: stopped, command: "true", stop_grace: 5,
+                 pidfile: /run/pctfleet/sglang.pid}
             - {name: venv, file: {path: /opt/sglang, state: absent}}
             - {name: env, file: {path: /etc/pctfleet, state: absent}}
             - {name: cache, file: {path: /root/.cache/flashinfer, state: absent}}
             - {name: stray, file: {path: /usr/local/cuda-12.8, state: absent}}
         """)
     )
-    proc = pctfleet("run", str(reset), "-i", lab_inventory, "--limit", "node2")
+    proc = pctfleet("run", str(reset), "-i", lab_inventory, "--limit", stack.limit)
     assert proc.returncode == 0, proc.stderr
-    code, doc = provision(lab_inventory, "node2")
+    code, doc = provision(lab_inventory, stack.limit)
     assert code == 0, json.dumps(doc["containers"], indent=1)[-3000:]
     return doc
 
 
-def test_fresh_container_passes_doctor_for_sm120_and_sm90(lab_inventory, provisioned):
+@pytest.fixture(scope="module")
+def ch(lab_inventory, stack, provisioned) -> dict[str, str]:
+    """Each container's CUDA_HOME (the venv's nvidia/cu13), read there once."""
+    keys = dict.fromkeys([stack.fresh, stack.seeded])
+    return {key: cuda_home(lab_inventory, key) for key in keys}
+
+
+def test_fresh_container_passes_doctor_for_sm120_and_sm90(lab_inventory, stack, provisioned):
     for arch in ("sm_120", "sm_90"):
-        code, report = doctor(lab_inventory, FRESH, "--arch", arch)
+        code, report = doctor(lab_inventory, stack.fresh, "--arch", arch)
         assert code == 0, report["verdict"]
         assert report["probe"]["compile_ok"] and report["probe"]["link_ok"]
         failing = [r["rule"] for r in report["rules"] if r["ok"] is False]
@@ -79,20 +108,20 @@ def test_fresh_container_passes_doctor_for_sm120_and_sm90(lab_inventory, provisi
         assert report["components"]["nvidia-nvvm"] == "13.0.88"
 
 
-def test_second_provision_changes_nothing_with_one_call(lab_inventory, provisioned):
-    code, doc = provision(lab_inventory, "node2")
+def test_second_provision_changes_nothing_with_one_call(lab_inventory, stack, provisioned):
+    code, doc = provision(lab_inventory, stack.limit)
     assert code == 0
     for run in doc["containers"]:
         changed = [t["name"] for t in run["tasks"] if t["changed"]]
         assert changed == [] and run["remote_calls"] == 1, (run["ctid"], changed)
 
 
-def test_server_runs_sglang_command_line_and_environment(lab_inventory, provisioned):
+def test_server_runs_sglang_command_line_and_environment(lab_inventory, stack, ch):
     script = (
         "p=$(cat /run/pctfleet/sglang.pid); tr '\\0' ' ' < /proc/$p/cmdline; echo; "
         "tr '\\0' '\\n' < /proc/$p/environ | sort"
     )
-    out = sh(lab_inventory, FRESH, script).stdout.splitlines()
+    out = sh(lab_inventory, stack.fresh, script).stdout.splitlines()
     assert out[0].split() == [
         "/opt/sglang/bin/python",
         "-m",
@@ -102,7 +131,7 @@ def test_server_runs_sglang_command_line_and_environment(lab_inventory, provisio
         "--host",
         "0.0.0.0",
         "--port",
-        "30200",
+        str(server_port(lab_inventory, stack.fresh)),
         "--tp-size",
         "1",
         "--attention-backend",
@@ -111,15 +140,19 @@ def test_server_runs_sglang_command_line_and_environment(lab_inventory, provisio
         "pytorch",
     ]
     env = dict(line.split("=", 1) for line in out[1:] if "=" in line)
-    assert env["CUDA_HOME"] == CH
+    assert env["CUDA_HOME"] == ch[stack.fresh]
     assert env["FLASHINFER_WORKSPACE_BASE"] == "/var/cache/flashinfer-workspace"
     assert env["SGLANG_WARMUP_TIMEOUT"] == "1800"
-    assert env["PATH"].startswith(f"{CH}/bin:/opt/sglang/bin:")
+    assert env["PATH"].startswith(f"{ch[stack.fresh]}/bin:/opt/sglang/bin:")
+    if stack.systemd:
+        enabled, main_pid, pidfile = unit_state(lab_inventory, stack.fresh)
+        assert (enabled, main_pid) == ("enabled", pidfile)
 
 
+# Seeding scripts run by sh with $CH set to the container's CUDA_HOME.
 STRAY_HEADER = (
-    f"mkdir -p /usr/local/cuda-12.8/include && sed 's/^#define CUDART_VERSION .*/#define "
-    f"CUDART_VERSION 12080/' {CH}/include/cuda_runtime_api.h > "
+    "mkdir -p /usr/local/cuda-12.8/include && sed 's/^#define CUDART_VERSION .*/#define "
+    'CUDART_VERSION 12080/\' "$CH/include/cuda_runtime_api.h" > '
     "/usr/local/cuda-12.8/include/cuda_runtime_api.h && "
     "echo CPATH=/usr/local/cuda-12.8/include >> /etc/pctfleet/sglang.env"
 )
@@ -136,7 +169,7 @@ SEEDS = {
         "CUDA compiler and CUDA toolkit headers are incompatible",
     ),
     "link fixes missing": (
-        f"rm -f {CH}/lib64 {CH}/lib/libcudart.so",
+        'rm -f "$CH/lib64" "$CH/lib/libcudart.so"',
         "links",
         "cannot find -lcudart",
     ),
@@ -147,10 +180,11 @@ SEEDS = {
 
 
 @pytest.mark.parametrize("seed", list(SEEDS))
-def test_seeded_mismatch_is_diagnosed_then_repaired(lab_inventory, provisioned, seed):
+def test_seeded_mismatch_is_diagnosed_then_repaired(lab_inventory, stack, ch, seed):
     script, rule, message = SEEDS[seed]
-    assert sh(lab_inventory, SEEDED, script).returncode == 0
-    code, report = doctor(lab_inventory, SEEDED)
+    seeded = stack.seeded
+    assert sh(lab_inventory, seeded, f"CH={ch[seeded]}; {script}").returncode == 0
+    code, report = doctor(lab_inventory, seeded)
     assert code == 2
     failing = {r["rule"]: r for r in report["rules"] if r["ok"] is False}
     assert rule in failing, (failing, report["verdict"])
@@ -161,23 +195,23 @@ def test_seeded_mismatch_is_diagnosed_then_repaired(lab_inventory, provisioned, 
         assert message in report["probe"]["log"]
         assert any(message.split(";")[0] in f["line"] for f in report["findings"])
 
-    code, doc = provision(lab_inventory, SEEDED)
+    code, doc = provision(lab_inventory, seeded)
     assert code == 0, [t["msg"] for t in doc["containers"][0]["tasks"] if t["status"] == "failed"]
-    code, report = doctor(lab_inventory, SEEDED)
+    code, report = doctor(lab_inventory, seeded)
     assert code == 0, report["verdict"]
 
 
-def test_failing_server_reports_the_recognised_cause(lab_inventory, provisioned):
+def test_failing_server_reports_the_recognised_cause(lab_inventory, stack, provisioned):
     failing = json.dumps(
         {
             "server_extra_env": {"STANDIN_FAIL": "ptxas fatal : Unsupported gpu architecture"},
             "server_ready_timeout": 30,
         }
     )
-    code, doc = provision(lab_inventory, FRESH, "-e", failing)
+    code, doc = provision(lab_inventory, stack.fresh, "-e", failing)
     assert code == 2
     task = next(t for t in doc["containers"][0]["tasks"] if t["module"] == "server")
     assert task["status"] == "failed"
     assert "Initialization failed. warmup error" in task["msg"]
-    code, doc = provision(lab_inventory, FRESH)
+    code, doc = provision(lab_inventory, stack.fresh)
     assert code == 0

@@ -1,7 +1,8 @@
 """`pctfleet verify` and the pct:// testinfra backend against the real lab.
 
-node1/200 carries a full site.yml setup and is only read here; node1/201 is
-stopped and started again to show a stopped container is never "passed".
+On bookworm node1/200 carries a full site.yml setup and is only read here; node1/201
+is stopped and started again to show a stopped container is never "passed". On trixie
+node1/221 (systemd as PID 1) carries the setup and node1/210 is the one stopped.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from suites import TRIXIE_CT, TRIXIE_SPARE, ensure_trixie, suite_params, unit_state
 
 from pctfleet import exitcodes
 from pctfleet.lab import Lab
@@ -35,14 +39,40 @@ def test_hostname_is_nope(host):
     assert name == "nope", f"hostname is {name!r}, not 'nope'"
 
 
-def test_debian_bookworm(host):
-    assert host.file("/etc/os-release").contains("bookworm")
+def test_debian_SUITE(host):
+    assert host.file("/etc/os-release").contains("SUITE")
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def provisioned(lab: Lab) -> None:
-    """node1/200 holds what site.yml promises (one call when it already does)."""
+@dataclass(frozen=True)
+class Pair:
+    """One suite's containers on node1: one provisioned, one to stop."""
+
+    suite: str
+    served: int
+    stopped: int
+
+    @property
+    def key(self) -> str:
+        return f"node1/{self.served}"
+
+    @property
+    def off(self) -> str:
+        return f"node1/{self.stopped}"
+
+    def user_test(self) -> str:
+        return USER_TEST.replace("SUITE", self.suite)
+
+
+BOOKWORM = Pair("bookworm", 200, 201)
+TRIXIE = Pair("trixie", int(TRIXIE_CT.split("/")[1]), int(TRIXIE_SPARE.split("/")[1]))
+
+
+@pytest.fixture(scope="module", autouse=True, params=suite_params(BOOKWORM, TRIXIE))
+def pair(request, lab: Lab, extra_ct) -> Pair:
+    """The served container holds what site.yml promises (one call when it already does)."""
+    if request.param is TRIXIE:
+        ensure_trixie(extra_ct)
     argv = [
         sys.executable,
         "-m",
@@ -51,10 +81,11 @@ def provisioned(lab: Lab) -> None:
         "-i",
         str(lab.inventory),
         "--limit",
-        "node1/200",
+        request.param.key,
     ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return request.param
 
 
 def verify(lab: Lab, *args: str) -> subprocess.CompletedProcess:
@@ -71,61 +102,62 @@ def outcomes(row: dict) -> dict[str, str]:
     return {check["id"]: check["outcome"] for check in row["checks"]}
 
 
-def test_a_provisioned_container_passes_every_check(lab: Lab) -> None:
-    proc = verify(lab, "--limit", "node1/200", "--json")
+def test_a_provisioned_container_passes_every_check(lab: Lab, pair: Pair) -> None:
+    proc = verify(lab, "--limit", pair.key, "--json")
     assert proc.returncode == exitcodes.OK, proc.stdout + proc.stderr
     (row,) = document(proc)["containers"]
-    assert row["container"] == "node1/200" and row["status"] == "passed"
+    assert row["container"] == pair.key and row["status"] == "passed"
     assert outcomes(row) == dict.fromkeys(CHECKS, "passed")
     assert all(check["message"] for check in row["checks"])  # each says what it saw
-    print(f"facts of node1/200 read in {row['seconds']}s")
+    print(f"facts of {pair.key} read in {row['seconds']}s")
 
 
-def test_k_selects_checks_and_the_table_names_them(lab: Lab) -> None:
-    proc = verify(lab, "--limit", "node1/200", "-k", "server and not health")
+def test_k_selects_checks_and_the_table_names_them(lab: Lab, pair: Pair) -> None:
+    proc = verify(lab, "--limit", pair.key, "-k", "server and not health")
     assert proc.returncode == exitcodes.OK, proc.stdout + proc.stderr
     assert "test_server_pid_alive" in proc.stdout and "test_server_port_listens" in proc.stdout
     assert "test_server_health_200" not in proc.stdout
     assert "test_toolchain_matched" not in proc.stdout
 
 
-def test_a_check_that_fails_for_real_exits_1_and_is_named(lab: Lab, tmp_path: Path) -> None:
+def test_a_check_that_fails_for_real_exits_1_and_is_named(
+    lab: Lab, pair: Pair, tmp_path: Path
+) -> None:
     user_test = tmp_path / "test_site.py"
-    user_test.write_text(USER_TEST)
+    user_test.write_text(pair.user_test())
     junit = tmp_path / "verify.xml"
-    proc = verify(
-        lab, "-l", "node1/200", "--tests", str(user_test), "--junit", str(junit), "--json"
-    )
+    proc = verify(lab, "-l", pair.key, "--tests", str(user_test), "--junit", str(junit), "--json")
     assert proc.returncode == exitcodes.ERROR, proc.stdout + proc.stderr
     (row,) = document(proc)["containers"]
     assert row["status"] == "failed"
     results = {check["id"]: check for check in row["checks"]}
     assert results["test_hostname_is_nope"]["outcome"] == "failed"
-    assert results["test_hostname_is_nope"]["message"] == "hostname is 'n1-ct200', not 'nope'"
-    assert results["test_debian_bookworm"]["outcome"] == "passed"
+    hostname = f"n1-ct{pair.served}"
+    assert results["test_hostname_is_nope"]["message"] == f"hostname is {hostname!r}, not 'nope'"
+    assert results[f"test_debian_{pair.suite}"]["outcome"] == "passed"
     assert all(results[check]["outcome"] == "passed" for check in CHECKS)
-    assert 'name="test_hostname_is_nope[pct://node1/200]"' in junit.read_text()
+    assert f'name="test_hostname_is_nope[pct://{pair.key}]"' in junit.read_text()
 
 
-def test_a_stopped_container_is_ct_stopped_never_passed(lab: Lab) -> None:
-    lab.stop_container("node1", 201)
+def test_a_stopped_container_is_ct_stopped_never_passed(lab: Lab, pair: Pair) -> None:
+    lab.stop_container("node1", pair.stopped)
     try:
-        proc = verify(lab, "--limit", "node1", "--json")
+        proc = verify(lab, "--limit", f"{pair.key},{pair.off}", "--json")
     finally:
-        lab.start_container("node1", 201)
+        lab.start_container("node1", pair.stopped)
     assert proc.returncode == exitcodes.ERROR, proc.stdout + proc.stderr
     data = document(proc)
     rows = {row["container"]: row for row in data["containers"]}
-    assert rows["node1/200"]["status"] == "passed"
-    stopped = rows["node1/201"]
+    assert rows[pair.key]["status"] == "passed"
+    stopped = rows[pair.off]
     assert stopped["status"] == "ct-stopped"
-    assert "container 201 is not running" in stopped["message"]
+    assert f"container {pair.stopped} is not running" in stopped["message"]
     assert "passed" not in outcomes(stopped).values()
     assert data["summary"]["ct-stopped"] == 1 and data["summary"]["passed"] == 1
 
 
-def test_bad_input_is_one_line_and_exit_5(lab: Lab) -> None:
-    for args in (["--tests", "/no/such/tests"], ["-l", "node1/200", "-k", "nothing_matches"]):
+def test_bad_input_is_one_line_and_exit_5(lab: Lab, pair: Pair) -> None:
+    for args in (["--tests", "/no/such/tests"], ["-l", pair.key, "-k", "nothing_matches"]):
         proc = verify(lab, *args)
         assert proc.returncode == exitcodes.BAD_OPTIONS, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
@@ -164,13 +196,16 @@ def _hex_endpoint(address: str, port: int) -> str:
     return "".join(f"{octet:02X}" for octet in reversed(octets)) + f":{port:04X}"
 
 
-def test_plain_pytest_with_pct_hosts_uses_one_connection(lab: Lab, tmp_path: Path) -> None:
+def test_plain_pytest_with_pct_hosts_uses_one_connection(
+    lab: Lab, pair: Pair, tmp_path: Path
+) -> None:
     node = lab.info.node("node1")
-    (tmp_path / "test_site.py").write_text(USER_TEST.split("\n\n\n")[1])
+    (tmp_path / "test_site.py").write_text(pair.user_test().split("\n\n\n")[1])
     (tmp_path / "conftest.py").write_text(textwrap.dedent(PORTS_CONFTEST))
     query = f"identity={lab.identity}&known_hosts={lab.known_hosts}"
     hosts = ",".join(
-        f"pct://root@{node.address}:{node.port}?container={ctid}&{query}" for ctid in (200, 201)
+        f"pct://root@{node.address}:{node.port}?container={ctid}&{query}"
+        for ctid in (pair.served, pair.stopped)
     )
     ports_file = tmp_path / "ports.json"
     env = {"PORTS_FILE": str(ports_file), "SSHD_HEX": _hex_endpoint(node.address, node.port)}
@@ -185,8 +220,8 @@ def test_plain_pytest_with_pct_hosts_uses_one_connection(lab: Lab, tmp_path: Pat
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "test_debian_bookworm[pct://127.0.10.1/200] PASSED" in proc.stdout
-    assert "test_debian_bookworm[pct://127.0.10.1/201] PASSED" in proc.stdout
+    for ctid in (pair.served, pair.stopped):
+        assert f"test_debian_{pair.suite}[pct://127.0.10.1/{ctid}] PASSED" in proc.stdout
     ports = json.loads(ports_file.read_text())
     assert len(ports) == 1, f"one SSH connection for two containers, got ports {ports}"
     new = log.read_text(errors="replace").splitlines()[seen:]
@@ -198,3 +233,20 @@ def _environ() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def test_after_a_restart_the_unit_serves_again_and_passes(lab: Lab, pair: Pair) -> None:
+    """systemd brings the server back on its own (/run emptied): the PID file names it."""
+    if pair is not TRIXIE:
+        pytest.skip("no init system here brings the server back after a restart")
+    lab.restart_container("node1", pair.served)
+    deadline = time.monotonic() + 60
+    while True:  # the unit is started at boot; the server answers a moment later
+        proc = verify(lab, "--limit", pair.key, "--json")
+        if proc.returncode == exitcodes.OK or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    (row,) = document(proc)["containers"]
+    assert outcomes(row) == dict.fromkeys(CHECKS, "passed"), row["checks"]
+    enabled, main_pid, pidfile = unit_state(str(lab.inventory), pair.key)
+    assert (enabled, main_pid) == ("enabled", pidfile)

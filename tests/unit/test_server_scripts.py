@@ -129,3 +129,19 @@ def test_clearing_the_cache_never_stops_a_pid_file_s_process_without_our_marker(
     pidfile.write_text(f"{marked.pid}\n")
     done = sh(snippet("flashinfer_cache_stop", PIDFILE=str(pidfile), GRACE=1))
     assert marked.wait(timeout=5) is not None and not pidfile.exists(), done.stderr
+
+
+def test_the_unit_launcher_writes_the_pid_file_with_the_servers_pid(tmp_path):
+    """systemd starts the unit again after a reboot (empty /run) or a failure without
+    pctfleet: the launcher itself names the server's PID in the PID file."""
+    from pctfleet.modules.unitfile import launcher_text
+
+    pidfile = tmp_path / "run" / "sg.pid"
+    raw = {"name": "sg", "command": ["sh", "-c", "echo $$"], "pidfile": str(pidfile)}
+    args = Server().prepare(raw, Context(), "t")
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(launcher_text(args))
+    done = subprocess.run(["sh", str(launcher)], capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert pidfile.read_text() == done.stdout  # the PID the server itself sees
+    assert [p.name for p in pidfile.parent.iterdir()] == ["sg.pid"]

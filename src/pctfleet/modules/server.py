@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, text, text_list
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, number, words
-from pctfleet.modules.unitfile import launcher_text, unit_text
+from pctfleet.modules.unitfile import files_sha, launcher_text, unit_text
 from pctfleet.sh import library, snippet
 
 # The stop function alone, for other modules' change scripts.
@@ -180,6 +180,7 @@ class ProcessState:
     holders: tuple[Holder, ...] = ()
     init: str = ""  # "systemd" where systemd is PID 1
     unit: str = ""  # the enablement of the unit pctfleet wrote for this server; "" for none
+    unit_sha: str = ""  # hash of that unit file and its launcher as they are now
 
     @property
     def running(self) -> bool:
@@ -235,6 +236,7 @@ class PidFileProcess(FactReader[ProcessState]):
             health=fields.get("health", ""),
             init=fields.get("init", ""),
             unit=fields.get("unit", ""),
+            unit_sha=fields.get("unit_sha", ""),
             holders=tuple(
                 h
                 for key, line in fields.items()
@@ -257,7 +259,7 @@ class ServerProcess(PidFileProcess):
             envsha = hashlib.sha256(content).hexdigest()[:16]
         fields = {"pid": "4242", "alive": "1", "ours": "1", "spec": f"{args.spec()}-{envsha}"}
         if args.manager == "systemd":
-            fields |= {"init": "systemd", "unit": "enabled"}
+            fields |= {"init": "systemd", "unit": "enabled", "unit_sha": files_sha(args)}
         fields["envfile_sha"] = envsha
         if args.ready_url:
             fields["health"] = args.ready_status
@@ -286,6 +288,8 @@ def _manager(args: ServerArgs, state: ProcessState) -> str | None:
 def _unmanaged(manager: str, state: ProcessState) -> str:
     if manager == "pidfile":
         return "running as a systemd unit, wanted with a PID file"
+    if state.unit == "enabled":
+        return "its systemd unit or launcher is not what pctfleet writes (edited, or older)"
     if state.unit:
         return f"running as a systemd unit that is {state.unit}, not enabled"
     return "running, but not as a systemd unit (it would not come back after a restart)"
@@ -321,7 +325,10 @@ class Server(Module, name="server", args=ServerArgs, fact=ServerProcess()):
         healthy = not args.ready_url or state.health == args.ready_status
         port = args.serving_port()
         listening = port is None or state.listening(port)
-        managed = state.unit == "enabled" if manager == "systemd" else not state.unit
+        managed = not state.unit
+        if manager == "systemd":
+            # Edits to the unit or launcher (or an older pctfleet's) are undone as well.
+            managed = state.unit == "enabled" and state.unit_sha == files_sha(args)
         running = state.running
         same = state.spec == f"{args.spec()}-{state.envfile_sha}"
         done = running and same and healthy and listening and managed and not strangers

@@ -8,6 +8,7 @@ words, then the command. Every value is quoted by `q`, the shell layer's only qu
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from pctfleet.sh import library, q
@@ -30,6 +31,13 @@ def launcher_text(args: ServerArgs) -> str:
         "#!/bin/sh",
         f"# Written by pctfleet: how {unit_name(args.name)} starts the server {args.name}.",
         library(["envfile"]).rstrip("\n"),
+        # systemd restarts the unit after a failure or a reboot without pctfleet, and /run
+        # is a tmpfs: the PID file (read by verify, the cache's server stop) must come from
+        # here. `exec` keeps this PID, so it is the unit's main PID. Best effort: a PID
+        # file that cannot be written is no reason not to serve.
+        f"pctfleet_pf={q(args.pidfile)}",
+        'mkdir -p "$(dirname "$pctfleet_pf")" &&',
+        '  echo $$ > "$pctfleet_pf.$$" && mv -f "$pctfleet_pf.$$" "$pctfleet_pf"',
         "set -e",
     ]
     if args.chdir:
@@ -65,3 +73,10 @@ def unit_text(args: ServerArgs) -> str:
             "WantedBy=multi-user.target",
         ]
     )
+
+
+def files_sha(args: ServerArgs) -> str:
+    """Hash of the unit file and the launcher as the `server_unit` script writes them
+    (printf '%s\\n': each text and a newline); server_process.sh hashes them the same way."""
+    written = f"{unit_text(args)}\n{launcher_text(args)}\n"
+    return hashlib.sha256(written.encode()).hexdigest()[:16]

@@ -6,7 +6,8 @@
 # holds /dev/nvidia* open, or that our PID file names without our marker (a reused PID),
 # as pctfleet_proc_line prints it; the module tells ours (its process group) from the rest.
 # `init systemd` where systemd is PID 1. Where pctfleet wrote a unit for NAME, `unit` is
-# its enablement, and the PID and spec are the unit's (they outlast a restart; /run not).
+# its enablement, `unit_sha` the hash of the unit file and its launcher, and the PID and
+# spec are the unit's (they outlast a restart; /run not).
 # inputs: PIDFILE NAME ENV_FILE READY_URL PORT STALE_PIDFILES
 # uses: kv pidfile http listener unit
 sp_alive() {  # pid
@@ -17,6 +18,9 @@ if pctfleet_systemd; then pf_kv init systemd; fi
 if [ -n "$NAME" ] && [ -f "$(pctfleet_unit_file "$NAME")" ] && pctfleet_systemd; then
   sp_unit=$(pctfleet_unit "$NAME")
   pf_kv unit "$(systemctl is-enabled "$sp_unit" 2>/dev/null || :)"
+  sp_files="$(pctfleet_unit_file "$NAME") $(pctfleet_unit_launcher "$NAME")"
+  # shellcheck disable=SC2086 # two paths without spaces
+  pf_kv unit_sha "$(cat $sp_files 2>/dev/null | sha256sum | cut -c1-16)"
   pid=$(systemctl show -p MainPID --value "$sp_unit" 2>/dev/null)
   case $pid in '' | 0 | *[!0-9]*) pid= ;; *) pf_kv pid "$pid"; sp_alive "$pid" ;; esac
   sp_spec=$(pctfleet_unit_spec "$NAME")
