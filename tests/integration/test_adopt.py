@@ -46,10 +46,11 @@ def pctfleet(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
 
 
-def provision(info) -> tuple[int, dict]:
+def provision(info, *more: str) -> tuple[int, dict]:
     proc = pctfleet(
-        "provision", "-i", str(info.inventory), "--limit", KEY, "--json", "-e", json.dumps(EXTRA)
-    )
+        "provision", "-i", str(info.inventory), "--limit", KEY, "--json", "-e", json.dumps(EXTRA),
+        *more,
+    )  # fmt: skip
     assert proc.stdout, proc.stderr[-3000:]
     (container,) = json.loads(proc.stdout)["containers"]
     return proc.returncode, container
@@ -106,6 +107,11 @@ def test_handmade_uv_toolchain_is_explained_then_adopted_in_one_provision(handma
     explained = " ".join(f"{f['cause']} {f['line']}" for f in before["findings"])
     assert "CUDA compiler and CUDA toolkit headers are incompatible" in explained, explained
     assert "nvcc and the CUDART_VERSION" in explained, explained
+
+    code, checked = provision(handmade, "--check")
+    task = next(t for t in checked["tasks"] if t["name"] == "matched CUDA toolchain")
+    assert task["status"] == "changed", task
+    assert "CUDA compiler and CUDA toolkit headers are incompatible" in task["msg"], task["msg"]
 
     code, first = provision(handmade)
     failed = [t["msg"] for t in first["tasks"] if t["status"] == "failed"]

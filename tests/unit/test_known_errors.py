@@ -213,3 +213,15 @@ def test_healthy_output_has_no_findings():
 def test_findings_serialise():
     finding = scan("nvcc fatal   : Unsupported gpu architecture 'compute_120'")[0]
     assert finding.to_dict()["rule"] == "arch-supported"
+
+
+def test_each_example_is_found_by_its_own_entry_and_names_its_rule():
+    from pctfleet.cuda.known_errors import KNOWN_ERRORS, symptom
+
+    examples = [k for k in KNOWN_ERRORS if k.example]
+    assert {k.rule for k in examples} >= {"nvcc-cicc", "nvcc-cudart", "links", "driver"}
+    for known in examples:
+        (found,) = scan(known.example)
+        assert (found.cause, found.rule) == (known.cause, known.rule), known.example
+    assert symptom("nvcc-cudart").example.endswith("please check your include paths")
+    assert symptom("no-stray-headers") is None

@@ -30,6 +30,7 @@ class KnownError:
     cause: str
     rule: str
     fix: str
+    example: str = ""  # the message as a build prints it: what a broken rule will cause
 
 
 @dataclass
@@ -50,6 +51,7 @@ KNOWN_ERRORS: list[KnownError] = [
         "cicc (nvidia-nvvm) is newer than ptxas: it writes PTX that ptxas cannot read",
         "nvcc-cicc",
         "reinstall the pinned set: " + _PINNED,
+        "ptxas fatal   : Unsupported .version 9.2; current version is '9.0'",
     ),
     KnownError(
         r"CUDA compiler and CUDA toolkit headers are incompatible",
@@ -57,6 +59,8 @@ KNOWN_ERRORS: list[KnownError] = [
         "(nvidia-cuda-runtime from another release, or another CUDA include dir on the path)",
         "nvcc-cudart",
         "reinstall the pinned set and unset CPATH/NVCC_*_FLAGS: " + _PINNED,
+        "cuda_toolkit.h:41:8: error: #error CUDA compiler and CUDA toolkit headers are "
+        "incompatible, please check your include paths",
     ),
     KnownError(
         r"(cuda/std/\w+|cub/cub\.cuh|thrust/\w+\.h): No such file or directory"
@@ -64,12 +68,14 @@ KNOWN_ERRORS: list[KnownError] = [
         "no CCCL headers: flashinfer 0.5.x bundles none and needs nvidia-cuda-cccl",
         "cccl-present",
         "install the toolkit with its cccl extra: " + _PINNED,
+        "fatal error: cuda/std/type_traits: No such file or directory",
     ),
     KnownError(
         r"cannot find -lcudart\b",
         "no unversioned libcudart.so under $CUDA_HOME/lib64 (pip ships only libcudart.so.13)",
         "links",
         LINKS_FIX,
+        "/usr/bin/ld: cannot find -lcudart: No such file or directory",
     ),
     KnownError(
         r"cannot find -lcuda(?![\w])",
@@ -95,6 +101,7 @@ KNOWN_ERRORS: list[KnownError] = [
         "this nvcc is too old for the GPU's architecture (SM120 needs CUDA >= 12.8)",
         "arch-supported",
         "install the toolkit torch pins (13.x lists compute_120): " + _PINNED,
+        "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
     ),
     KnownError(
         r"Python\.h: No such file or directory",
@@ -114,6 +121,7 @@ KNOWN_ERRORS: list[KnownError] = [
         "the node's NVIDIA driver is older than the CUDA release torch uses (cu13 needs >= 580)",
         "driver",
         "upgrade the node's NVIDIA driver (nvidia-smi must report CUDA Version >= 13.0)",
+        "CUDA driver version is insufficient for CUDA runtime version",
     ),
     KnownError(
         r"no kernel image is available for execution on the device",
@@ -180,3 +188,8 @@ def _first_match(line: str) -> KnownError | None:
 
 def _finding(entry: KnownError, line: str, lineno: int) -> Finding:
     return Finding(entry.cause, entry.rule, entry.fix, line.strip()[:MAX_LINE], lineno)
+
+
+def symptom(rule: str) -> KnownError | None:
+    """The error a broken `rule` makes flashinfer's JIT print, where one is known."""
+    return next((k for k in KNOWN_ERRORS if k.rule == rule and k.example), None)

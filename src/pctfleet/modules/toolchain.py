@@ -14,7 +14,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pctfleet.cuda.compile_probe import parse_probe, probe_script
 from pctfleet.cuda.facts import ToolchainFacts, major_minor, parse_toolchain, toolchain_snippet
-from pctfleet.cuda.known_errors import scan
+from pctfleet.cuda.known_errors import scan, symptom
 from pctfleet.cuda.rules import EXTRAS, arch_parts, check, expected_components
 from pctfleet.errors import PlaybookError, brief
 from pctfleet.modules.args import Args, arg, flag, text
@@ -180,10 +180,18 @@ class CudaToolchain(Module, name="cuda_toolchain", args=ToolchainArgs, fact=Tool
                 msg=f"CUDA {target} matched (nvcc {facts.nvcc_version}, "
                 f"cicc {facts.cicc_release}, cudart {facts.cudart_version})",
             )
-        reason = "; ".join(f"{r.rule}: {r.evidence}" for r in broken) or "build tools missing"
+        reason = "; ".join(_explained(r.rule, r.evidence) for r in broken) or "build tools missing"
         pinned = not any(r.rule == "toolkit-pinned" for r in broken)
         script = _script(args, facts, target, bool(broken), bool(broken) and pinned, tools)
         return Plan(True, script=script, msg=reason, diff=_diff(facts, target, tools))
+
+
+def _explained(rule: str, evidence: str) -> str:
+    """A broken rule, with the error it makes flashinfer's JIT print (as doctor explains)."""
+    known = symptom(rule)
+    if known is None:
+        return f"{rule}: {evidence}"
+    return f"{rule}: {evidence} (flashinfer's JIT would fail: {known.example}: {known.cause})"
 
 
 def _missing_tools(facts: ToolchainFacts, args: ToolchainArgs) -> list[str]:
