@@ -250,3 +250,7 @@ def test_after_a_restart_the_unit_serves_again_and_passes(lab: Lab, pair: Pair) 
     assert outcomes(row) == dict.fromkeys(CHECKS, "passed"), row["checks"]
     enabled, main_pid, pidfile = unit_state(str(lab.inventory), pair.key)
     assert (enabled, main_pid) == ("enabled", pidfile)
+    # site.yml in check mode plus the stale-process and cache probes: nothing drifted.
+    audit = [sys.executable, "-m", "pctfleet", "audit", "-i", str(lab.inventory), "--json"]
+    audited = subprocess.run([*audit, "--limit", pair.key], capture_output=True, text=True)
+    assert audited.returncode == exitcodes.OK, audited.stdout[-3000:] + audited.stderr[-1000:]
