@@ -17,6 +17,8 @@ pytestmark = pytest.mark.lab
 PLAYBOOKS = Path(__file__).parent / "playbooks"
 CORE = PLAYBOOKS / "core.yml"
 CONTAINERS = ["node1/200", "node1/201", "node2/200", "node2/201"]
+# The lab's base containers; the lab may hold more (other suites and inits) on node1.
+BASE = ",".join(CONTAINERS)
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +42,7 @@ def run_json(info, playbook: Path, *more: str, journal: Path) -> tuple[int, dict
         "--journal-dir",
         str(journal),
         *more,
+        *([] if "--limit" in more else ["--limit", BASE]),
     )
     assert proc.stdout, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
@@ -200,12 +203,22 @@ def test_undefined_variable_stops_before_any_change(info, tmp_path):
               copy: {content: "{{ nope_not_defined }}", dest: /opt/x}
         """,
     )
-    proc = pctfleet("run", str(book), "-i", str(info.inventory), "--journal-dir", str(tmp_path))
+    proc = pctfleet(
+        "run", str(book), "-i", str(info.inventory), "--limit", BASE, "--journal-dir", str(tmp_path)
+    )
     assert proc.returncode == 4
     assert f"{book}:5" in proc.stderr and "nope_not_defined" in proc.stderr
     assert "Traceback" not in proc.stderr
     check = pctfleet(
-        "exec", "-i", str(info.inventory), "--", "test", "-e", "/opt/pctfleet-undef-marker"
+        "exec",
+        "-i",
+        str(info.inventory),
+        "-l",
+        BASE,
+        "--",
+        "test",
+        "-e",
+        "/opt/pctfleet-undef-marker",
     )
     assert check.returncode == 2  # absent everywhere: every container's test failed
 
@@ -290,6 +303,8 @@ def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
         "exec",
         "-i",
         str(info.inventory),
+        "--limit",
+        BASE,
         "--",
         "rm",
         "-f",
@@ -305,6 +320,8 @@ def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
             str(book),
             "-i",
             str(info.inventory),
+            "--limit",
+            BASE,
             "--journal-dir",
             str(tmp_path),
         ],
@@ -315,14 +332,24 @@ def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # signal once every container is inside "first"
         started = pctfleet(
-            "exec", "-i", str(info.inventory), "--", "test", "-e", "/tmp/pctfleet-started"
+            "exec",
+            "-i",
+            str(info.inventory),
+            "-l",
+            BASE,
+            "--",
+            "test",
+            "-e",
+            "/tmp/pctfleet-started",
         )
         if started.returncode == 0:
             break
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 99, err
-    done = pctfleet("exec", "-i", str(info.inventory), "--", "cat", "/tmp/pctfleet-interrupt")
+    done = pctfleet(
+        "exec", "-i", str(info.inventory), "-l", BASE, "--", "cat", "/tmp/pctfleet-interrupt"
+    )
     lines = [line.split(" | ")[1] for line in done.stdout.splitlines()]
     assert lines == ["first"] * 4  # the running task finished; the next never started
     journal = next(tmp_path.glob("*.jsonl")).read_text().splitlines()
