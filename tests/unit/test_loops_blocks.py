@@ -280,3 +280,13 @@ def test_a_converged_looped_playbook_costs_one_call(tmp_path):
     assert (run.status, run.remote_calls) == ("ok", 1), run.message
     assert [len(t.items or []) for t in run.tasks] == [2, 2, 3]
     assert all(i["status"] == "ok" for t in run.tasks for i in t.items)
+
+
+def test_include_vars_under_a_name_and_a_missing_file(tmp_path):
+    (tmp_path / "x.yml").write_text("a: 1\n")
+    run, engine = run_book(
+        tmp_path, "- hosts: all\n  tasks:\n    - include_vars: {file: x.yml, name: cfg}\n"
+    )
+    assert engine.vars["cfg"] == {"a": 1} and "a" not in engine.vars
+    run, _ = run_book(tmp_path, "- hosts: all\n  tasks:\n    - include_vars: nope.yml\n")
+    assert run.status == "failed" and "include_vars: file 'nope.yml' not found" in run.message
