@@ -172,8 +172,29 @@ def test_defaults_of_a_bare_task(tmp_path):
             "F:3: task 'T': task names no",
         ),
         (
-            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      loop: [1]\n",
-            "F:5: task 'T': 'loop': loops are not supported",
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      with_nested: [1]\n",
+            "F:5: task 'T': 'with_nested' is not supported (loops: loop, with_items",
+        ),
+        (
+            "- hosts: all\n  vars_prompt:\n    - name: pw\n  tasks: []\n",
+            "F:2: play 'play #1': 'vars_prompt': vars_prompt is not supported",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      loop_control: {}\n",
+            "F:5: task 'T': 'loop_control' needs 'loop' or a with_* keyword",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - command: ls\n      loop: [1]\n      with_items: [2]\n",
+            "F:5: task: one loop per task, got 'loop', 'with_items'",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - command: ls\n      loop: [1]\n"
+            "      loop_control: {loop_var: 2x}\n",
+            "F:5: task: 'loop_var' must be a variable name, got '2x'",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - block: [{command: ls}]\n      register: x\n",
+            "F:4: block: 'register' cannot be used on a block",
         ),
         (
             "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      retries: -1\n",

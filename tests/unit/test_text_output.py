@@ -77,6 +77,22 @@ def test_live_task_line_shows_task_name_container_and_stderr(bad):
 
 
 @hostile
+def test_loop_items_show_their_label_and_message_as_written(bad):
+    con = console()
+    items = [
+        {"item": f"a{bad}", "status": "changed", "changed": True, "msg": ""},
+        {"item": f"b{bad}", "status": "failed", "changed": False, "msg": f"err {bad}"},
+        {"item": f"c{bad}", "status": "skipped", "changed": False, "msg": ""},
+    ]
+    result = TaskResult("t", "command", "failed", msg="One or more items failed", items=items)
+    report.LiveReport(con).task(ContainerRun("pve1", 101), result)
+    out = printed(con)
+    assert_literal(out, f"(item=a{bad})")
+    assert_literal(out, f"(item=b{bad})  err {bad}")
+    assert f"c{visible(bad)}" not in out  # a skipped item shows only with -v
+
+
+@hostile
 def test_diff_shows_before_and_after_as_written(bad):
     con = console()
     live = report.LiveReport(con, show_diff=True)

@@ -43,8 +43,24 @@ class LiveReport:
             text.append_text(line("  ", (_one_line(result.msg), "dim")))
         with self.lock:
             self.console.print(text)
+            for item in self._items(result):
+                self.console.print(item)
             if self.show_diff and result.diff:
                 self._diff(result.diff)
+
+    def _items(self, result: TaskResult) -> list:
+        """A looped task's items, one line each (skipped ones only when verbose)."""
+        shown = []
+        for item in result.items or []:
+            if item["status"] == "skipped" and not self.verbose:
+                continue
+            label = _one_line(str(item["item"]), 80)
+            status = (f"{item['status']:8}", STYLE.get(item["status"], ""))
+            text = line("  ", status, f" (item={label})")
+            if item["msg"] and (item["status"] == "failed" or self.verbose):
+                text.append_text(line("  ", (_one_line(item["msg"]), "dim")))
+            shown.append(text)
+        return shown
 
     def _diff(self, diff: dict) -> None:
         import difflib
@@ -65,7 +81,8 @@ def _one_line(text: str, limit: int = 160) -> str:
 def recap(console: Console, runs: list[ContainerRun], run_id: str) -> None:
     """Ansible's PLAY RECAP, as a table, plus the reason for each container that stopped."""
     table = Table(title=line(f"RECAP  run {run_id}"), title_justify="left")
-    for column in ("container", "status", "ok", "changed", "failed", "skipped", "calls", "secs"):
+    counts = ("ok", "changed", "failed", "skipped", "rescued")
+    for column in ("container", "status", *counts, "calls", "secs"):
         table.add_column(
             column, justify="right" if column not in {"container", "status"} else "left"
         )
@@ -74,7 +91,7 @@ def recap(console: Console, runs: list[ContainerRun], run_id: str) -> None:
         table.add_row(
             line(run.key),
             line((run.status, STYLE.get(run.status, ""))),
-            *(line(stats[k]) for k in ("ok", "changed", "failed", "skipped")),
+            *(line(stats[k]) for k in counts),
             line(run.remote_calls),
             line(f"{run.duration:.1f}"),
         )

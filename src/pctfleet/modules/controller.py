@@ -5,11 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg
 from pctfleet.modules.base import Module, Plan
 from pctfleet.playbook.templating import render
+from pctfleet.playbook.yamlsrc import load_yaml, plain
 
 
 def _shown(value: Any, where: str) -> str:
@@ -56,7 +59,9 @@ class SetFact(Module, name="set_fact", args=SetFactArgs):
 
     def plan(self, args: SetFactArgs, state: None, check: bool) -> Plan:
         # A `_`-prefixed name stays internal: it never becomes a variable of later tasks.
+        # `cacheable` is Ansible's fact-cache switch: there is no cache, so it sets nothing.
         facts = {k: v for k, v in args.extra.items() if not k.startswith("_")}
+        facts.pop("cacheable", None)
         return Plan(False, result={"ansible_facts": facts})
 
     def after(self, registered: dict[str, Any], variables: dict[str, Any]) -> None:
@@ -75,3 +80,58 @@ class Fail(Module, name="fail", args=FailArgs):
 
     def plan(self, args: FailArgs, state: None, check: bool) -> Plan:
         return Plan(False, failed=True, msg=args.msg)
+
+
+class _Written:
+    """Variables as a vars file wrote them: not a Mapping, so the engine does not mark
+    them as container data, and their templates render when used, as Ansible's do."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+
+
+@dataclass(frozen=True)
+class IncludeVarsArgs(Args):
+    file: str = arg(required=True, convert=_shown)
+    name: str | None = arg(None, convert=_shown)
+    # Not arguments: the file found (vars/FILE, then FILE, next to the playbook) and its mapping.
+    path: str = ""
+    loaded: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
+        args = super().parse(raw, ctx, where)
+        path = _vars_file(args.file, ctx.base_dir, where)
+        data = load_yaml(path, what="a mapping of variables")
+        if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+            raise PlaybookError(f"include_vars: {path} must hold a mapping of names", where=where)
+        return dataclasses.replace(args, path=str(path), loaded=plain(data))
+
+
+def _vars_file(name: str, base_dir: str, where: str) -> Path:
+    """Where Ansible looks from a playbook: its vars/ folder, then the playbook's own."""
+    base = Path(base_dir)
+    tried = [base / "vars" / name, base / name]
+    if Path(name).is_absolute() or name.startswith("vars/"):
+        tried = [base / name]
+    found = next((p for p in tried if p.is_file()), None)
+    if found is None:
+        raise PlaybookError(f"include_vars: file {name!r} not found in {base_dir}", where=where)
+    return found
+
+
+class IncludeVars(Module, name="include_vars", args=IncludeVarsArgs):
+    """Read variables from a YAML file on the controller for the later tasks."""
+
+    controller = True
+
+    def plan(self, args: IncludeVarsArgs, state: None, check: bool) -> Plan:
+        values = {args.name: dict(args.loaded)} if args.name else dict(args.loaded)
+        result = {"ansible_facts": _Written(values), "ansible_included_var_files": [args.path]}
+        return Plan(False, msg=f"included {args.path}", result=result)
+
+    def after(self, registered: dict[str, Any], variables: dict[str, Any]) -> None:
+        written = registered.get("ansible_facts")
+        if isinstance(written, _Written):
+            registered["ansible_facts"] = written.values
+            variables.update(written.values)

@@ -43,9 +43,18 @@ TASK_KEYWORDS = (
     "ignore_errors",
     "become",
     "environment",
+    "vars",
+    "loop",
+    "loop_control",
+    *(f"with_{kind}" for kind in ("items", "list", "dict", "sequence", "fileglob")),
 )
 HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
 IMPORT_KEYWORDS = ("name", "tags", "when")
+BLOCK_KEYWORDS = (
+    "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log", "become"
+)  # fmt: skip
+LOOP_KEYS = ("loop", "with_items", "with_list", "with_dict", "with_sequence", "with_fileglob")
+LOOP_CONTROL_KEYS = ("loop_var", "index_var", "label", "pause", "extended")
 PLAY_KEYS = (
     "name",
     "hosts",
@@ -59,7 +68,8 @@ PLAY_KEYS = (
     "become",
 )
 IMPORT_MODULES = ("import_tasks", "include_tasks")
-FREE_FORM_MODULES = ("command", "shell")
+# Modules that take a bare string, and the argument it is.
+FREE_FORM_MODULES = {"command": "cmd", "shell": "cmd", "include_vars": "file"}
 FQCN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
 DEFAULT_DELAY = 5.0
 DEFAULT_UNTIL_RETRIES = 3
@@ -67,16 +77,12 @@ MAX_IMPORT_DEPTH = 20
 
 # Ansible features users may try; naming them beats "unknown keyword".
 UNSUPPORTED = {
-    "loop": "loops are not supported: write one task per item",
-    "with_items": "loops are not supported: write one task per item",
-    "loop_control": "loops are not supported",
-    "block": "blocks are not supported: use import_tasks with when/tags",
-    "rescue": "blocks are not supported",
-    "always": "blocks are not supported",
+    "rescue": "'rescue' belongs to a block (block: [...], rescue: [...])",
+    "always": "'always' belongs to a block (block: [...], always: [...])",
+    "vars_prompt": "vars_prompt is not supported: runs are unattended, pass values with -e",
     "delegate_to": "delegate_to is not supported: tasks run in the container",
     "local_action": "local_action is not supported",
     "run_once": "run_once is not supported",
-    "vars": "task-level vars are not supported: set them on the play or in the inventory",
     "become_user": "become_user is not supported: tasks run as root through pct exec",
     "async": "async is not supported: use 'timeout'",
     "roles": "roles are not supported: use import_tasks",
@@ -107,10 +113,49 @@ class Task:
     until: str | None = None
     delay: float = DEFAULT_DELAY
     timeout: float | None = None
-    no_log: bool = False
-    ignore_errors: bool = False
+    no_log: bool | None = None  # None: not written (a block's value applies)
+    ignore_errors: bool | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     loc: str = ""
+    vars: dict[str, Any] = field(default_factory=dict)  # block vars, then the task's own
+    loop: Loop | None = None
+
+
+@dataclass(frozen=True)
+class Loop:
+    """`loop` or a `with_*` keyword (`kind` is what follows `with_`, or "loop"), unrendered,
+    with its `loop_control`."""
+
+    kind: str
+    terms: Any
+    loop_var: str = "item"
+    index_var: str | None = None
+    label: str | None = None
+    pause: float = 0.0
+    extended: bool = False
+
+
+@dataclass(frozen=True)
+class Block:
+    """`block`/`rescue`/`always`. The block's `when`, `tags`, `vars` and
+    `ignore_errors` were copied into its tasks when it was read."""
+
+    name: str
+    block: list[Task | Block] = field(default_factory=list)
+    rescue: list[Task | Block] = field(default_factory=list)
+    always: list[Task | Block] = field(default_factory=list)
+    loc: str = ""
+
+
+def leaves(nodes: Iterable[Task | Block]) -> list[Task]:
+    """Every task in `nodes`, blocks opened (block, rescue, always), in order."""
+    out: list[Task] = []
+    for node in nodes:
+        if isinstance(node, Block):
+            out += leaves([*node.block, *node.rescue, *node.always])
+        else:
+            out.append(node)
+    return out
 
 
 @dataclass(frozen=True)
@@ -125,7 +170,7 @@ class Play:
     name: str
     hosts: str = "all"
     vars: dict[str, Any] = field(default_factory=dict)
-    tasks: list[Task] = field(default_factory=list)
+    tasks: list[Task | Block] = field(default_factory=list)
     handlers: list[Handler] = field(default_factory=list)
     tags: frozenset[str] = frozenset()
     loc: str = ""
@@ -149,7 +194,18 @@ def select_tasks(
     `always` runs unless skipped by name, `never` runs only when asked for by
     one of its tags, `all` means every task but `never` ones, `tagged` and
     `untagged` match tasks with and without tags."""
-    return [t for t in tasks if should_run(t.tags, tags, skip_tags)]
+    chosen: list = []
+    for node in tasks:
+        if not isinstance(node, Block):
+            if should_run(node.tags, tags, skip_tags):
+                chosen.append(node)
+            continue
+        parts = [
+            select_tasks(part, tags, skip_tags) for part in (node.block, node.rescue, node.always)
+        ]
+        if any(parts):
+            chosen.append(replace(node, block=parts[0], rescue=parts[1], always=parts[2]))
+    return chosen
 
 
 def should_run(task_tags: Iterable[str], only: set[str] | None, skip: set[str] | None) -> bool:
@@ -214,9 +270,9 @@ def _tags(m: YamlMap, ctx: str) -> frozenset[str]:
     return frozenset(w.strip() for item in words for w in item.split(",") if w.strip())
 
 
-def _bool(m: YamlMap, key: str, ctx: str) -> bool:
-    value = m.get(key, False)
-    if not isinstance(value, bool):
+def _bool(m: YamlMap, key: str, ctx: str, default: bool | None = False) -> bool | None:
+    value = m.get(key, default)
+    if value is not default and not isinstance(value, bool):
         raise _fail(f"{key!r} must be true or false, got {brief(value)}", m, key, ctx)
     return value
 
@@ -299,6 +355,9 @@ def _module_key(reader: _Reader, m: YamlMap, keywords: Sequence[str], ctx: str) 
             raise _fail(f"unknown key {brief(key)}", m, key, ctx)
         if key in UNSUPPORTED:
             raise _fail(f"{key!r}: {UNSUPPORTED[key]}", m, key, ctx)
+        if key.startswith("with_"):
+            known = ", ".join(LOOP_KEYS)
+            raise _fail(f"{key!r} is not supported (loops: {known})", m, key, ctx)
         if reader.canonical(key) is None and key not in _import_names():
             choices = [*keywords, *reader.known]
             raise _fail(
@@ -326,7 +385,7 @@ def _module_args(reader: _Reader, m: YamlMap, key: str, module: str, ctx: str) -
     elif isinstance(raw, YamlMap):
         args = plain(raw)
     elif isinstance(raw, str) and module in FREE_FORM_MODULES:
-        args = {"cmd": raw}
+        args = {FREE_FORM_MODULES[module]: raw}
     elif isinstance(raw, str | int | float) and not isinstance(raw, bool):
         args = _key_value_args(str(raw), m, key, ctx)
     else:
@@ -423,15 +482,66 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
         until=until[0] if until else None,
         delay=_number(m, "delay", ctx, DEFAULT_DELAY),
         timeout=timeout,
-        no_log=_bool(m, "no_log", ctx),
-        ignore_errors=_bool(m, "ignore_errors", ctx),
+        no_log=_bool(m, "no_log", ctx, None),
+        ignore_errors=_bool(m, "ignore_errors", ctx, None),
         environment=environment,
+        vars=_scoped_vars(m, ctx),
+        loop=_loop(m, ctx),
     )
 
 
-def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list[Task]:
+def _scoped_vars(m: YamlMap, ctx: str) -> dict[str, Any]:
+    variables = _mapping(m, "vars", ctx, var_names=True)
+    _check_jinja(variables, m, "vars", ctx)
+    return variables
+
+
+def _loop(m: YamlMap, ctx: str) -> Loop | None:
+    given = [k for k in LOOP_KEYS if k in m]
+    if len(given) > 1:
+        raise _fail(f"one loop per task, got {', '.join(map(repr, given))}", m, given[1], ctx)
+    if not given:
+        if "loop_control" in m:
+            raise _fail("'loop_control' needs 'loop' or a with_* keyword", m, "loop_control", ctx)
+        return None
+    key = given[0]
+    terms = plain(m[key]) if isinstance(m[key], YamlMap | YamlList) else m[key]
+    if terms is None or isinstance(terms, bool):
+        raise _fail(f"{key!r} needs a list or a template, got {brief(terms)}", m, key, ctx)
+    _check_jinja(terms, m, key, ctx)
+    return Loop(key.removeprefix("with_"), terms, **_loop_control(m, ctx))
+
+
+def _loop_control(m: YamlMap, ctx: str) -> dict[str, Any]:
+    raw = m.get("loop_control")
+    if raw is None:
+        return {}
+    if not isinstance(raw, YamlMap):
+        raise _fail(f"'loop_control' must be a mapping, got {brief(raw)}", m, "loop_control", ctx)
+    for key in raw:
+        if key not in LOOP_CONTROL_KEYS:
+            choices = ", ".join(LOOP_CONTROL_KEYS)
+            raise _fail(f"unknown loop_control key {brief(key)} (known: {choices})", raw, key, ctx)
+    names = {k: _text(raw, k, ctx) for k in ("loop_var", "index_var")}
+    for key, name in names.items():
+        if name is not None and not VAR_NAME_RE.match(name):
+            raise _fail(f"{key!r} must be a variable name, got {name!r}", raw, key, ctx)
+    label = _text(raw, "label", ctx)
+    _check_jinja(label or "", raw, "label", ctx)
+    return dict(
+        loop_var=names["loop_var"] or "item",
+        index_var=names["index_var"],
+        label=label,
+        pause=_number(raw, "pause", ctx, 0.0),
+        extended=bool(_bool(raw, "extended", ctx)),
+    )
+
+
+def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list:
     """One task (or, for import_tasks, the tasks it brings in)."""
     ctx = _task_label(m)
+    if "block" in m:
+        return [_parse_block(reader, m, handler, ctx)]
     keywords = HANDLER_KEYWORDS if handler else TASK_KEYWORDS
     key = _module_key(reader, m, keywords, ctx)
     if key in _import_names():
@@ -448,7 +558,64 @@ def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list[Task]:
     return [Task(name, module, args, loc=loc, **fields)]
 
 
-def _task_list(reader: _Reader, m: YamlMap, key: str, ctx: str, handler: bool) -> list[Task]:
+def _parse_block(reader: _Reader, m: YamlMap, handler: bool, ctx: str) -> Block:
+    ctx = ctx.replace("task", "block", 1)
+    if handler:
+        raise _fail("blocks are not supported among handlers", m, "block", ctx)
+    for key in m:
+        if key not in BLOCK_KEYWORDS:
+            known = ", ".join(BLOCK_KEYWORDS)
+            raise _fail(f"{brief(key)} cannot be used on a block (only {known})", m, key, ctx)
+    parts = {key: _task_list(reader, m, key, ctx, handler) for key in ("block", "rescue", "always")}
+    if not parts["block"] and "block" in m and not isinstance(m["block"], YamlList):
+        raise _fail(f"'block' must be a list of tasks, got {brief(m['block'])}", m, "block", ctx)
+    inherit = _Inherit(
+        when=_conditions(m, "when", ctx) or [],
+        tags=_tags(m, ctx),
+        vars=_scoped_vars(m, ctx),
+        ignore_errors=_bool(m, "ignore_errors", ctx, None),
+        no_log=_bool(m, "no_log", ctx, None),
+    )
+    name = _text(m, "name", ctx, "block") or "block"
+    return Block(name, **{k: inherit.apply(v) for k, v in parts.items()}, loc=m.where())
+
+
+@dataclass(frozen=True)
+class _Inherit:
+    """What a block (or an import, or a play: `tags`) gives each task inside it."""
+
+    when: list[str] = field(default_factory=list)
+    tags: frozenset[str] = frozenset()
+    vars: dict[str, Any] = field(default_factory=dict)
+    ignore_errors: bool | None = None
+    no_log: bool | None = None
+
+    def apply(self, nodes: list) -> list:
+        out: list = []
+        for node in nodes:
+            if isinstance(node, Block):
+                parts = (node.block, node.rescue, node.always)
+                block, rescue, always = (self.apply(p) for p in parts)
+                out.append(replace(node, block=block, rescue=rescue, always=always))
+                continue
+            out.append(
+                replace(
+                    node,
+                    when=[*self.when, *node.when],
+                    tags=node.tags | self.tags,
+                    vars={**self.vars, **node.vars},
+                    ignore_errors=_first(node.ignore_errors, self.ignore_errors),
+                    no_log=_first(node.no_log, self.no_log),
+                )
+            )
+        return out
+
+
+def _first(*values: bool | None) -> bool | None:
+    return next((v for v in values if v is not None), None)
+
+
+def _task_list(reader: _Reader, m: YamlMap, key: str, ctx: str, handler: bool) -> list:
     raw = m.get(key)
     if raw is None:
         return []
@@ -457,8 +624,8 @@ def _task_list(reader: _Reader, m: YamlMap, key: str, ctx: str, handler: bool) -
     return _tasks_of(reader, raw, handler)
 
 
-def _tasks_of(reader: _Reader, items: YamlList, handler: bool) -> list[Task]:
-    out: list[Task] = []
+def _tasks_of(reader: _Reader, items: YamlList, handler: bool) -> list:
+    out: list = []
     for i, item in enumerate(items):
         if not isinstance(item, YamlMap):
             raise _fail(
@@ -471,7 +638,7 @@ def _tasks_of(reader: _Reader, items: YamlList, handler: bool) -> list[Task]:
 # ---------------------------------------------------------------- import_tasks
 
 
-def _import(reader: _Reader, m: YamlMap, key: str, handler: bool, ctx: str) -> list[Task]:
+def _import(reader: _Reader, m: YamlMap, key: str, handler: bool, ctx: str) -> list:
     """Expand `import_tasks: file.yml` in place; its `when`/`tags` apply to each task."""
     for other in m:
         if other != key and other not in IMPORT_KEYWORDS:
@@ -496,7 +663,7 @@ def _import(reader: _Reader, m: YamlMap, key: str, handler: bool, ctx: str) -> l
         tasks = _tasks_of(reader, items, handler)
     finally:
         reader.imports.pop()
-    return [replace(t, when=[*when, *t.when], tags=t.tags | tags) for t in tasks]
+    return _Inherit(when=when, tags=tags).apply(tasks)
 
 
 def _import_path(reader: _Reader, m: YamlMap, key: str, ctx: str) -> Path:
@@ -576,11 +743,9 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     _check_play_keys(m, ctx)
     variables = {**_mapping(m, "vars", ctx, var_names=True), **_vars_files(reader, m, ctx)}
     tags = _tags(m, ctx)
-    tasks = [
-        replace(t, tags=t.tags | tags) for t in _task_list(reader, m, "tasks", ctx, handler=False)
-    ]
+    tasks = _Inherit(tags=tags).apply(_task_list(reader, m, "tasks", ctx, handler=False))
     handlers = _task_list(reader, m, "handlers", ctx, handler=True)
-    _check_notify([*tasks, *handlers], handlers)
+    _check_notify([*leaves(tasks), *handlers], handlers)
     defaults = _mapping(m, "defaults", ctx, var_names=True)
     return Play(
         name or f"play #{index + 1}",

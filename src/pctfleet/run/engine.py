@@ -20,6 +20,8 @@ from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, Plan, q
+from pctfleet.playbook.loader import Block
+from pctfleet.playbook.loops import loop_items, loop_vars
 from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
 from pctfleet.run.journal import new_run_id
 from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
@@ -60,7 +62,13 @@ class Replan(Exception):
 
 
 class TaskFailed(Exception):
-    """This container's run stops here (a task failed and ignore_errors is off)."""
+    """This container's run stops here (a task failed and ignore_errors is off).
+
+    `task` and `result` name the failed task (a block's `rescue` reads them)."""
+
+    def __init__(self, message: str, task: Any = None, result: TaskResult | None = None) -> None:
+        super().__init__(message)
+        self.task, self.result = task, result
 
 
 class ContainerEngine:
@@ -81,6 +89,8 @@ class ContainerEngine:
         self.options = options
         self.on_result = on_result
         self.facts: dict[str, tuple[str, Fact]] | None = None
+        self.ahead: list = []  # the tasks still to come whose facts one probe may read
+        self.runtime: set[str] = set()  # registered and set_fact names: over task vars
         self.notified: list[str] = []
         self.stop = stop or threading.Event()
         self.lock = RunLock(target, options.run_id, options.lock_lease, options.lock_wait)
@@ -129,64 +139,177 @@ class ContainerEngine:
         names = {handler.name, *getattr(handler, "listen", [])}
         return any(name in names for name in self.notified)
 
-    def _run_list(self, tasks: list, handler: bool) -> None:
-        for index, task in enumerate(tasks):
+    def _run_list(self, tasks: list, handler: bool, top: bool = True) -> None:
+        if top:
+            self.ahead = _lookahead(tasks)
+        for task in tasks:
             if self.stop.is_set():
                 raise Interrupted()
-            result = self._run_task(task, tasks[index:], handler)
+            if isinstance(task, Block):
+                self._run_block(task, handler)
+                continue
+            result = self._run_task(task, self._remaining(task), handler)
             self.run.tasks.append(result)
             self.on_result(self.run, result)
             if result.status == "failed" and not task.ignore_errors:
-                raise TaskFailed(f"task '{task.name}' failed: {result.msg}")
+                raise TaskFailed(f"task '{task.name}' failed: {result.msg}", task, result)
+
+    def _remaining(self, task: Any) -> list:
+        index = next((i for i, t in enumerate(self.ahead) if t is task), None)
+        return [task] if index is None else self.ahead[index:]
+
+    def _run_block(self, block: Block, handler: bool) -> None:
+        """Ansible's block: a failure runs `rescue` (the failure is then rescued);
+        `always` runs either way; a failure not rescued goes on after `always`."""
+        failure: TaskFailed | None = None
+        try:
+            self._run_list(block.block, handler, top=False)
+        except TaskFailed as exc:
+            failure = exc
+            if block.rescue and exc.result is not None:
+                exc.result.rescued = True
+                self._set_runtime(_failed_vars(exc.task, exc.result))
+                try:
+                    self._run_list(block.rescue, handler, top=False)
+                    failure = None
+                except TaskFailed as again:
+                    failure = again
+        self._run_list(block.always, handler, top=False)
+        if failure is not None:
+            raise failure
+
+    def _set_runtime(self, values: dict[str, Any]) -> None:
+        self.vars.update(values)
+        self.runtime.update(values)
+
+    def _scope(self, task: Any, loop: dict | None = None) -> dict[str, Any]:
+        """The task's variables: its (and its blocks') `vars` over the play's, under
+        registered results, set_fact and -e, as in Ansible; the loop's on top."""
+        if not task.vars and not loop:
+            return self.vars
+        scope = {**self.vars, **task.vars}
+        scope.update({k: self.vars[k] for k in self.runtime if k in self.vars})
+        scope.update({k: self.vars[k] for k in self.options.extra_vars if k in self.vars})
+        return {**scope, **(loop or {})}
 
     # -- one task ---------------------------------------------------------
 
     def _run_task(self, task: Any, remaining: list, handler: bool) -> TaskResult:
         started = time.monotonic()
         where = f"{task.loc}: task '{task.name}'"
-        if task.when and not condition(task.when, self.vars, where=where):
+        if task.loop is not None:
+            return self._run_loop(task, remaining, handler, started, where)
+        scope = self._scope(task)
+        if task.when and not condition(task.when, scope, where=where):
             return self._result(task, "skipped", "condition false", handler, started)
+        plan, status, registered = self._attempts(task, scope, f"t{id(task)}", remaining, where)
+        return self._finish(task, plan, status, registered, handler, started, scope)
+
+    def _attempts(
+        self, task: Any, scope: dict, key: str, remaining: list, where: str
+    ) -> tuple[Plan, str, dict]:
+        """Plan, apply and judge the task (one item of a loop), retried `until` it holds."""
         module = REGISTRY[task.module]
-        args = self._args(task, where)
+        args = self._args(task, where, scope)
         attempts = max(1, int(task.retries or 0) + 1) if task.until else 1
         for attempt in range(attempts):
-            plan = self._plan(module, task, args, remaining)
+            plan = self._plan(module, key, args, remaining)
             try:
-                status, registered = self._apply(module, task, args, plan)
+                status, registered = self._apply(module, task, args, plan, scope)
             except Replan:
                 self.facts = None
-                plan = self._plan(module, task, args, remaining)
-                status, registered = self._apply(module, task, args, plan)
+                plan = self._plan(module, key, args, remaining)
+                status, registered = self._apply(module, task, args, plan, scope)
             registered = unsafe(registered)  # what the container said is data, not a template
-            status = self._judge(task, status, registered, where)
-            if not task.until or self._until(task, registered, where):
+            status = self._judge(task, status, registered, where, scope)
+            if not task.until or self._until(task, registered, where, scope):
                 break
             if attempt + 1 < attempts:
                 time.sleep(float(task.delay or 0))
                 self.facts = None
         else:
             status = "failed"
-        return self._finish(task, plan, status, registered, handler, started)
+        return plan, status, registered
 
-    def _until(self, task: Any, registered: dict, where: str) -> bool:
-        scope = {**self.vars, "result": registered}
+    def _run_loop(
+        self, task: Any, remaining: list, handler: bool, started: float, where: str
+    ) -> TaskResult:
+        items = loop_items(task.loop, self._scope(task), self.options.base_dir, where)
+        results: list[dict] = []
+        shown: list[dict] = []
+        for index in range(len(items)):
+            if self.stop.is_set():
+                raise Interrupted()
+            if index and task.loop.pause:
+                time.sleep(task.loop.pause)
+            scope = self._scope(task, loop_vars(task.loop, index, items))
+            entry = self._loop_item(task, scope, f"t{id(task)}#{index}", remaining, where)
+            results.append(entry)
+            shown.append(self._shown_item(task, entry, scope, where))
+        registered = _loop_result(results)
+        status = _loop_status(results)
+        msg = registered.get("msg", "")
+        failed = next((i for i in shown if i["status"] == "failed"), None)
+        if failed is not None:
+            msg = f"{msg} (item={failed['item']}: {failed['msg']})"
+        scope = self._scope(task)
+        plan = Plan(False, msg=msg)
+        result = self._finish(task, plan, status, registered, handler, started, scope, after=False)
+        result.items, result.details = ([] if task.no_log else shown), {}
+        result.msg = HIDDEN if task.no_log else redact(msg, scope)
+        return result
+
+    def _loop_item(self, task: Any, scope: dict, key: str, remaining: list, where: str) -> dict:
+        """One item's registered result, as in the `results` of a looped register."""
+        base = {k: v for k, v in scope.items() if k in _LOOP_NAMES or k == task.loop.loop_var}
+        base["item"] = scope[task.loop.loop_var]
+        if task.loop.index_var:
+            base[task.loop.index_var] = scope[task.loop.index_var]
+        if task.when and not condition(task.when, scope, where=where):
+            skip = {
+                "changed": False,
+                "skipped": True,
+                "skip_reason": "Conditional result was False",
+            }
+            return {**skip, "false_condition": task.when[-1], **base}
+        plan, status, registered = self._attempts(task, scope, key, remaining, where)
+        REGISTRY[task.module].after(registered, self.vars)
+        self._note_runtime(task, registered)
+        return {**registered, "msg": registered.get("msg") or plan.msg or "", **base}
+
+    def _shown_item(self, task: Any, entry: dict, scope: dict, where: str) -> dict:
+        """An item as output shows it: its `label` (or the item), status and message."""
+        label = render(task.loop.label, scope, where=where) if task.loop.label else entry["item"]
+        status = _loop_status([entry])
+        return {
+            "item": redact_data(label, scope),
+            "status": status,
+            "changed": status == "changed",
+            "msg": redact(str(entry.get("msg", "")), scope),
+        }
+
+    def _note_runtime(self, task: Any, registered: dict) -> None:
+        """Names later tasks must see over their own `vars` (Ansible's precedence)."""
+        self.runtime.update(registered.get("ansible_facts", {}))
+
+    def _until(self, task: Any, registered: dict, where: str, variables: dict) -> bool:
+        scope = {**variables, "result": registered}
         if task.register:
             scope[task.register] = registered
         return condition(task.until, scope, where=where)
 
-    def _args(self, task: Any, where: str) -> Any:
-        raw = render(dict(task.args), self.vars, where=where)
-        return REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, self.vars), where)
+    def _args(self, task: Any, where: str, scope: dict) -> Any:
+        raw = render(dict(task.args), scope, where=where)
+        return REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, scope), where)
 
-    def _plan(self, module: Any, task: Any, args: dict, remaining: list) -> Plan:
+    def _plan(self, module: Any, key: str, args: dict, remaining: list) -> Plan:
         snippet = None if module.controller else module.probe(args, self.options.diff)
-        fact = self._fact_for(task, snippet, remaining) if snippet else None
+        fact = self._fact_for(key, snippet, remaining) if snippet else None
         return module.decide(args, fact, self.options.check)
 
     # -- facts ------------------------------------------------------------
 
-    def _fact_for(self, task: Any, snippet: str, remaining: list) -> Fact:
-        key = f"t{id(task)}"
+    def _fact_for(self, key: str, snippet: str, remaining: list) -> Fact:
         cached = (self.facts or {}).get(key)
         if cached is None or cached[0] != snippet:
             self._probe(remaining, first=(key, snippet))
@@ -194,33 +317,50 @@ class ContainerEngine:
 
     def _probe(self, remaining: list, first: tuple[str, str] | None) -> None:
         """Read facts for this task and every later one we can render now: one call."""
-        snippets = dict([first]) if first else {}
-        for task in remaining[1:]:
-            snippet = self._try_snippet(task)
-            if snippet:
-                snippets[f"t{id(task)}"] = snippet
+        snippets: dict[str, str] = {}
+        for task in remaining:
+            snippets.update(self._try_snippets(task))
+        if first:
+            snippets[first[0]] = first[1]
         extras, self.pending_extras = self.pending_extras, {}
         facts = probe.run_probe(self.target, {**snippets, **extras})
         self.facts = {key: (snippets[key], facts.get(key, Fact("", 1))) for key in snippets}
         for key in extras:
             self.run.extra_facts[key] = facts.get(key, Fact("", 1)).output
 
-    def _try_snippet(self, task: Any) -> str | None:
-        """The task's probe snippet if its args render with what is known now."""
+    def _try_snippets(self, task: Any) -> dict[str, str]:
+        """The probe snippets of the task (of each loop item) whose args render now."""
         module = REGISTRY.get(task.module)
         if module is None or module.controller:
-            return None
-        try:
-            if task.when and not condition(task.when, self.vars, where=task.loc):
-                return None
-            args = self._args(task, task.loc)
-        except Exception:  # noqa: BLE001 - depends on a later result: probe it when reached
-            return None
-        return module.probe(args, self.options.diff)
+            return {}
+        scopes = {f"t{id(task)}": self._scope(task)}
+        if task.loop is not None:
+            try:
+                items = loop_items(task.loop, self._scope(task), self.options.base_dir, task.loc)
+            except Exception:  # noqa: BLE001 - loops over a later result: probed when reached
+                return {}
+            scopes = {
+                f"t{id(task)}#{i}": self._scope(task, loop_vars(task.loop, i, items))
+                for i in range(len(items))
+            }
+        out = {}
+        for key, scope in scopes.items():
+            try:
+                if task.when and not condition(task.when, scope, where=task.loc):
+                    continue
+                args = self._args(task, task.loc, scope)
+            except Exception:  # noqa: BLE001 - depends on a later result: probe it when reached
+                continue
+            snippet = module.probe(args, self.options.diff)
+            if snippet:
+                out[key] = snippet
+        return out
 
     # -- applying ---------------------------------------------------------
 
-    def _apply(self, module: Any, task: Any, args: dict, plan: Plan) -> tuple[str, dict]:
+    def _apply(
+        self, module: Any, task: Any, args: dict, plan: Plan, scope: dict
+    ) -> tuple[str, dict]:
         registered: dict[str, Any] = {
             "changed": plan.changed,
             "failed": plan.failed,
@@ -234,7 +374,7 @@ class ContainerEngine:
         if self.options.check:
             return ("skipped" if plan.skip_in_check else "changed"), registered
         try:
-            rc, out, err = self._execute(task, plan)
+            rc, out, err = self._execute(task, plan, scope)
         except TransferError as exc:
             self.facts = None
             return "failed", {**registered, "failed": True, "msg": exc.message}
@@ -242,7 +382,7 @@ class ContainerEngine:
         registered.update(module.finish(args, plan, rc, out, err))
         return ("failed" if registered.get("failed") else "changed"), registered
 
-    def _execute(self, task: Any, plan: Plan) -> tuple[int, str, str]:
+    def _execute(self, task: Any, plan: Plan, scope: dict) -> tuple[int, str, str]:
         timeout = float(task.timeout) if task.timeout else None
         if not self.lock.held and self.lock.acquire():
             raise Replan()  # we waited for another run: what we read may be stale
@@ -258,7 +398,7 @@ class ContainerEngine:
         if plan.script is None:
             return 0, "", ""
         where = f"{task.loc}: task '{task.name}'"
-        environment = render(dict(task.environment or {}), self.vars, where=where)
+        environment = render(dict(task.environment or {}), scope, where=where)
         env = "".join(f"export {k}={q(v)}\n" for k, v in environment.items())
         result = self.target.run(
             ["/bin/sh", "-c", self.lock.wrap(env + plan.script), "pctfleet-task"],
@@ -269,8 +409,8 @@ class ContainerEngine:
             raise TaskFailed(holder(result))
         return result.exit_code, _text(result.stdout), _text(result.stderr)
 
-    def _judge(self, task: Any, status: str, registered: dict, where: str) -> str:
-        scope = {**self.vars, "result": registered}
+    def _judge(self, task: Any, status: str, registered: dict, where: str, variables: dict) -> str:
+        scope = {**variables, "result": registered}
         if task.register:
             scope[task.register] = registered
         if task.changed_when is not None and status in {"ok", "changed"}:
@@ -282,11 +422,21 @@ class ContainerEngine:
         return status
 
     def _finish(
-        self, task: Any, plan: Plan, status: str, registered: dict, handler: bool, started: float
+        self,
+        task: Any,
+        plan: Plan,
+        status: str,
+        registered: dict,
+        handler: bool,
+        started: float,
+        scope: dict,
+        after: bool = True,
     ) -> TaskResult:
         if task.register:
-            self.vars[task.register] = registered
-        REGISTRY[task.module].after(registered, self.vars)
+            self._set_runtime({task.register: registered})
+        if after:  # a loop applied each item's facts already
+            REGISTRY[task.module].after(registered, self.vars)
+            self._note_runtime(task, registered)
         if status == "changed":
             self.notified.extend(n for n in task.notify if n not in self.notified)
         msg = registered.get("msg") or plan.msg or ""
@@ -294,22 +444,67 @@ class ContainerEngine:
         result.diff = plan.diff if (self.options.diff and plan.changed) else None
         result.result = {k: v for k, v in registered.items() if k != "ansible_facts"}
         result.details = {k: v for k, v in registered.items() if k not in _NOT_DETAILS}
-        return self._redacted(task, result)
+        return self._redacted(task, result, scope)
 
     def _result(self, task: Any, status: str, msg: str, handler: bool, started: float):
         return TaskResult(
             task.name, task.module, status, msg, None, time.monotonic() - started, task.loc, handler
         )
 
-    def _redacted(self, task: Any, result: TaskResult) -> TaskResult:
+    def _redacted(self, task: Any, result: TaskResult, scope: dict | None = None) -> TaskResult:
         if task.no_log:
             result.msg, result.diff, result.result, result.details = HIDDEN, None, {}, {}
             return result
-        result.msg = redact(result.msg, self.vars)
-        result.details = redact_data(result.details, self.vars)
+        scope = self.vars if scope is None else scope
+        result.msg = redact(result.msg, scope)
+        result.details = redact_data(result.details, scope)
         if result.diff:
-            result.diff = {k: redact(str(v), self.vars) for k, v in result.diff.items()}
+            result.diff = {k: redact(str(v), scope) for k, v in result.diff.items()}
         return result
+
+
+_LOOP_NAMES = frozenset({"ansible_loop_var", "ansible_index_var", "ansible_loop"})
+
+
+def _lookahead(tasks: list) -> list:
+    """Tasks in the order they run when nothing fails: blocks and their `always`
+    (a `rescue` runs only after a failure; its tasks are probed when reached)."""
+    out: list = []
+    for task in tasks:
+        out += _lookahead([*task.block, *task.always]) if isinstance(task, Block) else [task]
+    return out
+
+
+def _failed_vars(task: Any, result: TaskResult) -> dict[str, Any]:
+    """What a `rescue` reads about the task that failed, as Ansible names it."""
+    failed_task = {"name": task.name, "action": task.module, "args": dict(task.args)}
+    return {"ansible_failed_task": failed_task, "ansible_failed_result": result.result}
+
+
+def _loop_result(results: list[dict]) -> dict[str, Any]:
+    """A looped task's registered value, as Ansible builds it from its items."""
+    if not results:
+        return {
+            "results": [],
+            "changed": False,
+            "skipped": True,
+            "skipped_reason": "No items in the list",
+        }
+    out: dict[str, Any] = {"results": results, "changed": any(r.get("changed") for r in results)}
+    out["skipped"] = all(r.get("skipped") for r in results)
+    if any(r.get("failed") for r in results):
+        out.update(failed=True, msg="One or more items failed")
+    else:
+        out["msg"] = "All items skipped" if out["skipped"] else "All items completed"
+    return out
+
+
+def _loop_status(results: list[dict]) -> str:
+    if any(r.get("failed") for r in results):
+        return "failed"
+    if any(r.get("changed") for r in results):
+        return "changed"
+    return "skipped" if all(r.get("skipped") for r in results) else "ok"
 
 
 def _text(data: bytes) -> str:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from pctfleet.modules import known_args
-from pctfleet.playbook.loader import load_playbook
+from pctfleet.playbook.loader import leaves, load_playbook
 from pctfleet.run.journal import new_run_id
 from pctfleet.run.playbookrun import RunRequest, execute, prepare
 from pctfleet.verify import SETTINGS
@@ -35,7 +35,7 @@ def stack_checks(playbook: Any) -> list[str]:
     """The verify checks of the stack parts `playbook` (a loaded Playbook) deploys."""
     checks: dict[str, None] = {}
     for play in playbook.plays:
-        for task in [*play.tasks, *play.handlers]:
+        for task in [*leaves(play.tasks), *play.handlers]:
             if task.module == "server" and not _is_stack_server(task.args):
                 continue  # some other program: the server checks judge only the stack's
             checks.update(dict.fromkeys(MODULE_CHECKS.get(task.module, ())))

@@ -16,7 +16,8 @@ from pctfleet.errors import InputError
 from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
-from pctfleet.playbook.loader import load_playbook, select_tasks
+from pctfleet.playbook.loader import leaves, load_playbook, select_tasks
+from pctfleet.playbook.loops import item_scopes
 from pctfleet.playbook.templating import condition, names_reached, redact, render
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.journal import Journal
@@ -48,13 +49,25 @@ def container_vars(inventory: Any, container: Any, play: Any, extra: dict) -> di
     return variables
 
 
-def _placeholders(tasks: list) -> dict[str, Any]:
-    """Stand-ins for names only known once tasks ran (register, set_fact)."""
+def _placeholders(tasks: list, base_dir: str) -> dict[str, Any]:
+    """Stand-ins for names only known once tasks ran (register, set_fact, include_vars,
+    what a block's rescue reads)."""
     names = {t.register for t in tasks if t.register}
+    names |= {"ansible_failed_task", "ansible_failed_result"}
     for task in tasks:
         if task.module == "set_fact":
             names.update(k for k in task.args if not k.startswith("_"))
+        if task.module == "include_vars":
+            names.update(_included_names(task, base_dir))
     return {name: jinja2.ChainableUndefined(name=name) for name in names}
+
+
+def _included_names(task: Any, base_dir: str) -> set[str]:
+    try:
+        args = REGISTRY[task.module].prepare(dict(task.args), Context(base_dir, {}), task.loc)
+    except InputError:
+        return set()  # a templated file name: checked when the task runs
+    return set(args.loaded) | ({args.name} if args.name else set())
 
 
 def preflight(
@@ -65,11 +78,24 @@ def preflight(
     An undefined variable or a bad argument is an InputError naming the task,
     raised while no container has been touched.
     """
-    later = _placeholders(tasks)
+    tasks = leaves(tasks)
+    later = _placeholders(tasks, base_dir)
     for container in containers:
         variables = {**later, **container_vars(inventory, container, play, extra)}
         for task in tasks:
-            _preflight_task(task, variables, later.keys(), base_dir)
+            for scope in _item_scopes(task, variables, later.keys(), base_dir):
+                _preflight_task(task, scope, later.keys(), base_dir)
+
+
+def _item_scopes(task: Any, variables: dict, later: Any, base_dir: str) -> list[dict]:
+    """The variables the task runs with, once per loop item; none when its loop
+    reads a result known only at run time (it is checked when reached)."""
+    try:
+        return item_scopes(task, variables, base_dir, f"{task.loc}: task '{task.name}'")
+    except InputError:
+        if names_reached(task.loop.terms, {**variables, **task.vars}).isdisjoint(later):
+            raise
+        return []
 
 
 def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> None:

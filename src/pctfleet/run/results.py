@@ -23,6 +23,9 @@ class TaskResult:
     # What the module itself reports beyond its message (a server's pid, manager, the
     # processes it stopped; the doctor's findings): its plan's result, redacted.
     details: dict[str, Any] = field(default_factory=dict)
+    # A looped task: one entry per item ({item, status, changed, msg}); None without a loop.
+    items: list[dict[str, Any]] | None = None
+    rescued: bool = False  # failed inside a block whose `rescue` then ran
 
     @property
     def changed(self) -> bool:
@@ -30,7 +33,12 @@ class TaskResult:
 
     def as_json(self) -> dict:
         names = "name module status changed msg diff duration loc handler details"
-        return json_fields(self, names, digits=3)
+        data = json_fields(self, names, digits=3)
+        if self.rescued:
+            data["rescued"] = True
+        if self.items is not None:
+            data["items"] = self.items
+        return data
 
 
 @dataclass
@@ -52,9 +60,10 @@ class ContainerRun:
         return f"{self.node}/{self.ctid}"
 
     def stats(self) -> dict[str, int]:
-        counts = {"ok": 0, "changed": 0, "failed": 0, "skipped": 0}
+        counts = {"ok": 0, "changed": 0, "failed": 0, "skipped": 0, "rescued": 0}
         for task in self.tasks:
-            counts[task.status] += 1
+            # As Ansible's recap: a failure a block's rescue handled counts as rescued.
+            counts["rescued" if task.rescued else task.status] += 1
         # Ansible counts a changed task as ok too; keep "ok" meaning "not failed, ran".
         counts["ok"] += counts["changed"]
         return counts

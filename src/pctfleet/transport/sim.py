@@ -177,7 +177,7 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
     from pctfleet.modules import REGISTRY
     from pctfleet.modules.args import Context
     from pctfleet.modules.base import World
-    from pctfleet.playbook.loader import select_tasks
+    from pctfleet.playbook.loader import leaves, select_tasks
     from pctfleet.playbook.templating import condition, render
     from pctfleet.run.playbookrun import container_vars
 
@@ -188,19 +188,32 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
             continue
         variables = container_vars(prepared.request.inventory, container, play, options.extra_vars)
         world = World()
-        tasks = select_tasks(play.tasks, options.tags, options.skip_tags) + list(play.handlers)
-        for task in tasks:
+        tasks = leaves(select_tasks(play.tasks, options.tags, options.skip_tags))
+        for task, scope in _instances([*tasks, *play.handlers], variables, options.base_dir):
             module = REGISTRY[task.module]
             if module.controller:
                 continue
             try:
-                if task.when and not condition(task.when, variables, where=task.loc):
+                if task.when and not condition(task.when, scope, where=task.loc):
                     continue
-                raw = render(dict(task.args), variables, where=task.loc)
-                args = module.prepare(raw, Context(options.base_dir, variables), task.loc)
+                raw = render(dict(task.args), scope, where=task.loc)
+                args = module.prepare(raw, Context(options.base_dir, scope), task.loc)
             except Exception:  # noqa: BLE001 - needs a registered result: no probe to answer
                 continue
             snippet = module.probe(args, options.diff)
             if snippet:
                 table[snippet_key(snippet)] = converged_reading(task.module, module, args, world)
     return lambda snippet: table.get(snippet_key(snippet))
+
+
+def _instances(tasks: list, variables: dict, base_dir: str) -> list[tuple[Any, dict]]:
+    """Each task with its variables, once per loop item where its items are known now."""
+    from pctfleet.playbook.loops import item_scopes
+
+    out = []
+    for task in tasks:
+        try:
+            out += [(task, scope) for scope in item_scopes(task, variables, base_dir, task.loc)]
+        except Exception:  # noqa: BLE001 - loops over a later result: no probe to answer
+            continue
+    return out
