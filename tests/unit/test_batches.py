@@ -39,7 +39,7 @@ def test_batch_sizes_follow_ansible(serial, total, sizes):
     assert [x for b in batches for x in b] == list(range(total))
 
 
-@pytest.mark.parametrize("bad", ["0", "-1", "x", "101%", "1,,2", "1.5"])
+@pytest.mark.parametrize("bad", ["0", "-1", "x", "101%", "1,,2", "1.5", "9\xa0", "²", "٣%"])
 def test_bad_serial_is_one_line_error(bad):
     with pytest.raises(InputError, match="--serial"):
         parse_serial(bad)

@@ -20,10 +20,15 @@ def parse_serial(text: str | None) -> list[str]:
     """`1,25%,100%` -> ['1', '25%', '100%']; each a positive int or a percentage."""
     if not text:
         return ["100%"]
-    items = [item.strip() for item in text.split(",")]
+    # ASCII only: Python's strip() and isdigit() would take "9\xa0" or "²" for numbers.
+    items = [item.strip(" \t") for item in text.split(",")]
     for item in items:
         number = item[:-1] if item.endswith("%") else item
-        if not number.isdigit() or int(number) < 1 or (item.endswith("%") and int(number) > 100):
+        if (
+            not (number.isascii() and number.isdigit())
+            or int(number) < 1
+            or (item.endswith("%") and int(number) > 100)
+        ):
             raise InputError(
                 f"--serial: {item!r} is not a count (1, 2, ...) or a percentage (1%..100%)"
             )
