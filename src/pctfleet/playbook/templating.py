@@ -272,12 +272,15 @@ def _is_template(text: str) -> bool:
 
 
 def _single_expression(text: str) -> str | None:
-    """The expression inside `"{{ expr }}"` when that is the whole string."""
-    body = text.strip()
-    if not (body.startswith("{{") and body.endswith("}}")):
+    """The expression inside `"{{ expr }}"` when that is the whole string.
+
+    Whitespace around it counts, as in Ansible: `"{{ x }}\\n"` is a string with
+    the newline (a file's content), not x's value.
+    """
+    if not (text.startswith("{{") and text.endswith("}}")):
         return None
     try:
-        tree = _ENV.parse(body)
+        tree = _ENV.parse(text)
     except jinja2.TemplateSyntaxError:
         return None
     outputs = tree.body
@@ -286,7 +289,7 @@ def _single_expression(text: str) -> str | None:
     parts = outputs[0].nodes
     if len(parts) != 1 or isinstance(parts[0], nodes.TemplateData):
         return None
-    inner = body[2:-2]
+    inner = text[2:-2]
     # `{{- x -}}` whitespace control marks are not part of the expression.
     if inner[:1] in ("-", "+"):
         inner = inner[1:]
