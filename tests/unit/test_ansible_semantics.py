@@ -54,3 +54,18 @@ def test_copy_content_keeps_the_trailing_newline(tmp_path):
     )
     assert (tmp_path / "with").read_bytes() == b"hello\n"
     assert (tmp_path / "without").read_bytes() == b"hello"
+
+
+def test_registered_output_loses_its_final_newlines_like_ansible(tmp_path):
+    engine = _play(
+        tmp_path,
+        """\
+        - hosts: all
+          tasks:
+            - shell: "printf 'a\\\\nb\\\\n'; printf 'e1\\\\ne2\\\\n\\\\n' >&2"
+              register: out
+        """,
+    )
+    out = engine.vars["out"]
+    assert out["stdout"] == "a\nb" and out["stdout_lines"] == ["a", "b"]
+    assert out["stderr"] == "e1\ne2" and out["stderr_lines"] == ["e1", "e2"]

@@ -32,6 +32,7 @@ HIDDEN = "output hidden (no_log: true)"
 # What every task registers; the rest of a registered result is the module's own report.
 _NOT_DETAILS = frozenset(
     {"changed", "failed", "msg", "rc", "stdout", "stderr", "stdout_lines", "ansible_facts"}
+    | {"stderr_lines"}
     | {"log_tail"}  # the stderr of a failed server launch, already in msg
 )
 
