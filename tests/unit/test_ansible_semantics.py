@@ -69,3 +69,21 @@ def test_registered_output_loses_its_final_newlines_like_ansible(tmp_path):
     out = engine.vars["out"]
     assert out["stdout"] == "a\nb" and out["stdout_lines"] == ["a", "b"]
     assert out["stderr"] == "e1\ne2" and out["stderr_lines"] == ["e1", "e2"]
+
+
+def test_extra_vars_win_over_set_fact_and_register(tmp_path):
+    engine = _play(
+        tmp_path,
+        """\
+        - hosts: all
+          vars: {color: play}
+          tasks:
+            - set_fact: {color: fact, shape: fact}
+            - command: echo registered
+              register: size
+        """,
+        extra={"color": "extra", "size": "extra"},
+    )
+    assert engine.vars["color"] == "extra"
+    assert engine.vars["size"] == "extra"
+    assert engine.vars["shape"] == "fact"

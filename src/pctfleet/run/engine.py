@@ -288,6 +288,7 @@ class ContainerEngine:
         if task.register:
             self.vars[task.register] = registered
         REGISTRY[task.module].after(registered, self.vars)
+        self.vars.update(self.options.extra_vars)  # -e wins over register and set_fact too
         if status == "changed":
             self.notified.extend(n for n in task.notify if n not in self.notified)
         msg = registered.get("msg") or plan.msg or ""
