@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pctfleet.modules import known_args
 from pctfleet.playbook.loader import load_playbook
-from pctfleet.playbook.templating import render
+from pctfleet.playbook.templating import render, render_template_file
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.playbookrun import container_vars
 from pctfleet.run.results import ContainerRun
@@ -87,3 +87,12 @@ def test_extra_vars_win_over_set_fact_and_register(tmp_path):
     assert engine.vars["color"] == "extra"
     assert engine.vars["size"] == "extra"
     assert engine.vars["shape"] == "fact"
+
+
+def test_a_template_file_drops_the_newline_after_a_block_tag(tmp_path):
+    """Ansible's template module renders with trim_blocks; inline strings do not."""
+    src = tmp_path / "t.j2"
+    src.write_text("a\n{% for x in xs %}\nx={{ x }}\n{% endfor %}\n{% if 0 %}\nno\n{% endif %}\n")
+    rendered = render_template_file(src, {"xs": [1, 2]}, where="t")
+    assert rendered == "a\nx=1\nx=2\n"
+    assert render("{% if 1 %}\nyes{% endif %}", {}, where="t") == "\nyes"

@@ -205,8 +205,14 @@ TESTS = {
 
 
 def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+    # Template files render as Ansible's template module does: trim_blocks drops the
+    # newline after a block tag, so `{% if %}` lines leave no blank line behind.
     env = jinja2.Environment(
-        undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, loader=loader
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+        loader=loader,
+        trim_blocks=loader is not None,
     )
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
