@@ -9,6 +9,7 @@ node2/200 at the same time. Any difference not listed as deliberate fails.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -52,7 +53,9 @@ def _inventory(lab: Lab, at: tuple[str, int], host: str) -> str:
 
 
 def _in_container(lab: Lab, at: tuple[str, int], script: str) -> str:
-    argv = [*lab.ssh_args(at[0]), "pct", "exec", str(at[1]), "--", "sh", "-c", script]
+    # ssh joins its arguments into one line for the node's shell: quote the script.
+    remote = shlex.join(["pct", "exec", str(at[1]), "--", "sh", "-c", script])
+    argv = [*lab.ssh_args(at[0]), remote]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"{at}: {done.stderr}"
     return done.stdout
