@@ -171,7 +171,10 @@ class Module:
 
     def finish(self, args: Any, plan: Plan, rc: int, out: str, err: str) -> dict:
         """The registered result after the change ran. Default: rc/stdout/stderr."""
-        result = {"rc": rc, "stdout": out, "stderr": err, "stdout_lines": out.splitlines()}
+        # Ansible's command module drops the final newlines; `_lines` are split from that.
+        out, err = out.rstrip("\r\n"), err.rstrip("\r\n")
+        result = {"rc": rc, "stdout": out, "stderr": err}
+        result |= {"stdout_lines": out.splitlines(), "stderr_lines": err.splitlines()}
         if rc != 0:
             result["failed"] = True
             result["msg"] = err.strip().splitlines()[-1] if err.strip() else f"exit {rc}"

@@ -205,8 +205,14 @@ TESTS = {
 
 
 def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+    # Template files render as Ansible's template module does: trim_blocks drops the
+    # newline after a block tag, so `{% if %}` lines leave no blank line behind.
     env = jinja2.Environment(
-        undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, loader=loader
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+        loader=loader,
+        trim_blocks=loader is not None,
     )
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
@@ -272,12 +278,15 @@ def _is_template(text: str) -> bool:
 
 
 def _single_expression(text: str) -> str | None:
-    """The expression inside `"{{ expr }}"` when that is the whole string."""
-    body = text.strip()
-    if not (body.startswith("{{") and body.endswith("}}")):
+    """The expression inside `"{{ expr }}"` when that is the whole string.
+
+    Whitespace around it counts, as in Ansible: `"{{ x }}\\n"` is a string with
+    the newline (a file's content), not x's value.
+    """
+    if not (text.startswith("{{") and text.endswith("}}")):
         return None
     try:
-        tree = _ENV.parse(body)
+        tree = _ENV.parse(text)
     except jinja2.TemplateSyntaxError:
         return None
     outputs = tree.body
@@ -286,7 +295,7 @@ def _single_expression(text: str) -> str | None:
     parts = outputs[0].nodes
     if len(parts) != 1 or isinstance(parts[0], nodes.TemplateData):
         return None
-    inner = body[2:-2]
+    inner = text[2:-2]
     # `{{- x -}}` whitespace control marks are not part of the expression.
     if inner[:1] in ("-", "+"):
         inner = inner[1:]

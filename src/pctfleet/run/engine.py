@@ -34,6 +34,7 @@ HIDDEN = "output hidden (no_log: true)"
 # What every task registers; the rest of a registered result is the module's own report.
 _NOT_DETAILS = frozenset(
     {"changed", "failed", "msg", "rc", "stdout", "stderr", "stdout_lines", "ansible_facts"}
+    | {"stderr_lines"}
     | {"log_tail"}  # the stderr of a failed server launch, already in msg
 )
 
@@ -437,6 +438,7 @@ class ContainerEngine:
         if after:  # a loop applied each item's facts already
             REGISTRY[task.module].after(registered, self.vars)
             self._note_runtime(task, registered)
+        self.vars.update(self.options.extra_vars)  # -e wins over register and set_fact too
         if status == "changed":
             self.notified.extend(n for n in task.notify if n not in self.notified)
         msg = registered.get("msg") or plan.msg or ""
