@@ -147,6 +147,9 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
         dest, data = args.dest, args.data
         if state.path.type == "directory":
             return Plan(False, failed=True, msg=f"{dest} is a directory")
+        if not args.force and state.path.type != "absent":
+            # Ansible: an existing dest is left as it is, attributes included.
+            return Plan(False, msg=f"{dest} exists; force: false keeps it")
         if state.sha256 != hashlib.sha256(data).hexdigest():
             mode = args.mode or state.path.mode or "0644"
             push = Push(dest, data, mode, args.push_owner)

@@ -128,7 +128,7 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
             return Plan(
                 False, failed=True, msg=f"{path} exists and is a {state.type}, not a directory"
             )
-        first = [f"mkdir -p -- {q(path)}"] if state.type == "absent" else []
+        first = _make_directories(path, args) if state.type == "absent" else []
         return self._with_attributes(first, path, state, args, "directory")
 
     def _file(self, args: FileArgs, path: str, state: PathState) -> Plan:
@@ -156,3 +156,20 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
         lines.append(f"mv -Tf -- {q(tmp)} {q(path)}")
         before = f"link -> {state.target}" if current == "link" else current
         return self._change("\n".join(lines), before, f"link -> {src}", path)
+
+
+def _make_directories(path: str, args: FileArgs) -> list[str]:
+    """`mkdir -p`, except that, as in Ansible, each folder it creates on the way gets the
+    task's mode, owner and group too (not only the last one)."""
+    fixes = [f"chmod {q(args.mode)}" if args.mode else ""]
+    owner = f"{args.owner or ''}:{args.group}" if args.group else (args.owner or "")
+    fixes.append(f"chown {q(owner)}" if owner else "")
+    fixes = [fix for fix in fixes if fix]
+    if not fixes:
+        return [f"mkdir -p -- {q(path)}"]
+    lines, parts = [], [p for p in path.split("/") if p]
+    for depth in range(1, len(parts) + 1):
+        folder = q("/" + "/".join(parts[:depth]))
+        made = " && ".join([f"mkdir -- {folder}", *(f"{fix} -- {folder}" for fix in fixes)])
+        lines.append(f"[ -e {folder} ] || {{ {made}; }}")
+    return lines
