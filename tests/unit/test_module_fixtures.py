@@ -12,6 +12,7 @@ Each file in tests/unit/modules/ holds one module's cases:
           changed: true
           script: "set -e\nmkdir -p -- /srv/x\n"
 
+`expect: {error: "text"}` says the arguments are refused with a message holding it.
 `files:` (relative path -> text) are written into the playbook folder first,
 for `src` files and templates; `vars:` are the task's variables.
 
@@ -86,6 +87,11 @@ def _observed(plan: Any) -> dict[str, Any]:
 )
 def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
     module = REGISTRY[module_name]
+    if "error" in case["expect"]:
+        with pytest.raises(PlaybookError) as error:
+            _prepared(module, case, tmp_path)
+        assert case["expect"]["error"] in str(error.value) and "\n" not in str(error.value)
+        return
     args = _prepared(module, case, tmp_path)
     plan = module.decide(args, _reading(case.get("facts")), bool(case.get("check")))
     observed = _observed(plan)
@@ -108,7 +114,7 @@ def test_fixture(module_name: str, case: dict, tmp_path: Path) -> None:
 )
 def test_nothing_to_do_where_converged(module_name: str, case: dict, tmp_path: Path) -> None:
     module = REGISTRY[module_name]
-    if module.fact is None or case.get("converged") is False:
+    if module.fact is None or case.get("converged") is False or "error" in case["expect"]:
         pytest.skip("no converged state for this module or case")
     args = _prepared(module, case, tmp_path)
     if module.probe(args, False) is None:
@@ -141,7 +147,7 @@ def test_nothing_read_is_the_facts_empty_state(
 ) -> None:
     """A module plans from its fact's `State()` when the probe read nothing."""
     module = REGISTRY[module_name]
-    if module.fact is None or module.fact.State is None:
-        pytest.skip("no fact state for this module")
+    if module.fact is None or module.fact.State is None or "error" in case["expect"]:
+        pytest.skip("no fact state for this module, or arguments it refuses")
     args = _prepared(module, case, tmp_path)
     assert isinstance(module.decide(args, None, bool(case.get("check"))), Plan)

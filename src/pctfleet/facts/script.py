@@ -64,6 +64,13 @@ def parse_output(text: str, nonce: str) -> dict[str, Fact]:
 
 
 def run_probe(target, snippets: Mapping[str, str]) -> dict[str, Fact]:  # noqa: ANN001
-    """Build, run on `target` (anything with `run_script`) and parse one probe."""
-    script = build_script(snippets)
-    return parse_output(target.run_script(script).text(), nonce_of(script))
+    """Build, run on `target` (anything with `run_script`) and parse one probe.
+
+    A snippet several tasks share (three edits of one file) runs once; each gets its reading.
+    """
+    first: dict[str, str] = {}
+    for key, snippet in snippets.items():
+        first.setdefault(snippet, key)
+    script = build_script({key: snippet for snippet, key in first.items()})
+    facts = parse_output(target.run_script(script).text(), nonce_of(script))
+    return {key: facts[first[s]] for key, s in snippets.items() if first[s] in facts}

@@ -381,7 +381,10 @@ class ContainerEngine:
             return "failed", {**registered, "failed": True, "msg": exc.message}
         self.facts = None  # the change may have altered what later tasks read
         registered.update(module.finish(args, plan, rc, out, err))
-        return ("failed" if registered.get("failed") else "changed"), registered
+        if registered.get("failed"):
+            return "failed", registered
+        # A task run only to wait (wait_for) reports itself unchanged.
+        return ("changed" if registered.get("changed", True) else "ok"), registered
 
     def _execute(self, task: Any, plan: Plan, scope: dict) -> tuple[int, str, str]:
         timeout = float(task.timeout) if task.timeout else None
