@@ -96,3 +96,44 @@ def test_a_template_file_drops_the_newline_after_a_block_tag(tmp_path):
     rendered = render_template_file(src, {"xs": [1, 2]}, where="t")
     assert rendered == "a\nx=1\nx=2\n"
     assert render("{% if 1 %}\nyes{% endif %}", {}, where="t") == "\nyes"
+
+
+def test_copy_backup_keeps_the_old_bytes_under_ansible_s_backup_name():
+    import re
+
+    from pctfleet.facts.kv import encode_fields
+    from pctfleet.modules import REGISTRY
+    from pctfleet.modules.args import Context
+    from pctfleet.modules.base import Fact
+
+    copy = REGISTRY["copy"]
+    args = copy.prepare(
+        {"content": "new\n", "dest": "/etc/app.conf", "backup": True}, Context(), "t"
+    )
+    old = {"type": "file", "mode": "640", "owner": "root", "group": "root", "sha256": "x"}
+    facts = Fact(encode_fields({**old, "content": "b2xkCg=="}), 0)
+    plan = copy.decide(args, facts, False)
+    backup, written = plan.pushes
+    assert re.fullmatch(r"/etc/app\.conf\.\d+\.\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d~", backup.dest)
+    assert (backup.content, backup.mode) == (b"old\n", "0640")
+    assert (written.dest, written.content) == ("/etc/app.conf", b"new\n")
+    assert plan.result == {"backup_file": backup.dest}
+
+
+def test_a_directory_s_mode_reaches_every_folder_it_creates_but_no_existing_one(tmp_path):
+    import subprocess
+
+    from pctfleet.facts.kv import encode_fields
+    from pctfleet.modules import REGISTRY
+    from pctfleet.modules.args import Context
+    from pctfleet.modules.base import Fact
+
+    (tmp_path / "old").mkdir(mode=0o711)
+    (tmp_path / "old").chmod(0o711)
+    target = tmp_path / "old" / "a b" / "c"
+    file = REGISTRY["file"]
+    args = file.prepare({"path": str(target), "state": "directory", "mode": "0750"}, Context(), "t")
+    plan = file.decide(args, Fact(encode_fields({"type": "absent"}), 0), False)
+    subprocess.run(["sh", "-c", plan.script or ""], check=True)
+    modes = {p: oct(p.stat().st_mode & 0o777) for p in (tmp_path / "old", target.parent, target)}
+    assert list(modes.values()) == ["0o711", "0o750", "0o750"]

@@ -14,6 +14,7 @@ from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World, mode_string
 from pctfleet.modules.file import PathState, attribute_fixes, path_state, stat_probe
+from pctfleet.modules.textfile import TEXT_LIMIT, backup_name
 from pctfleet.sh import snippet
 
 DIFF_LIMIT = 64 * 1024
@@ -121,7 +122,13 @@ class ContentStat(FactReader[FileContent]):
     State = FileContent
 
     def command(self, args: ContentArgs, want_diff: bool) -> str:
-        inputs = {"DEST": args.dest, "WANT_DIFF": int(want_diff), "DIFF_LIMIT": DIFF_LIMIT}
+        # A backup is pushed from the bytes read here, so `backup` reads them up to 4 MiB.
+        limit = TEXT_LIMIT if args.backup else DIFF_LIMIT
+        inputs = {
+            "DEST": args.dest,
+            "WANT_DIFF": int(want_diff or args.backup),
+            "DIFF_LIMIT": limit,
+        }
         return stat_probe(args.dest) + "\n" + snippet("file_content", **inputs)
 
     def parse(self, reading: Fact) -> FileContent:
@@ -152,8 +159,14 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
             return Plan(False, msg=f"{dest} exists; force: false keeps it")
         if state.sha256 != hashlib.sha256(data).hexdigest():
             mode = args.mode or state.path.mode or "0644"
-            push = Push(dest, data, mode, args.push_owner)
-            return Plan(True, pushes=[push], diff=_diff(dest, state, data))
+            pushes, result = [Push(dest, data, mode, args.push_owner)], {}
+            if args.backup and state.path.type == "file":
+                if state.content is None:
+                    return Plan(False, failed=True, msg=f"{dest}: too large to back up")
+                result["backup_file"] = backup_name(dest)
+                old_mode = state.path.mode or "0644"
+                pushes.insert(0, Push(result["backup_file"], state.content, old_mode, ""))
+            return Plan(True, pushes=pushes, diff=_diff(dest, state, data), result=result)
         fixes, attr_diff = attribute_fixes(dest, state.path, args.mode, args.owner, args.group)
         if not fixes:
             return Plan(False)
