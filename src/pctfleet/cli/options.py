@@ -55,8 +55,27 @@ class Selection:
         "--limit -l",
         "Select containers: group, node, node/ctid, name or glob; '!x' excludes, '&x' intersects.",
     )
+    vault_password_file: list[Path] | None = opt(
+        "--vault-password-file",
+        "Ansible Vault password: the file's text, or an executable's output. Repeatable.",
+    )
+    vault_id: list[str] | None = opt(
+        "--vault-id", "LABEL@FILE, FILE, LABEL@prompt or prompt: a vault password. Repeatable."
+    )
+    ask_vault_pass: bool = flag("--ask-vault-pass", "Prompt for the vault password.")
+
+    VAULT_FIELDS: ClassVar[tuple[str, ...]] = ("vault_password_file", "vault_id", "ask_vault_pass")
+
+    def unlock(self) -> None:
+        """Register the vault passwords before any inventory, playbook or vars file is read."""
+        from pctfleet.playbook.vault import gather_secrets, set_vault_secrets
+
+        set_vault_secrets(
+            gather_secrets(self.vault_password_file or [], self.vault_id or [], self.ask_vault_pass)
+        )
 
     def select(self):
+        self.unlock()
         return select_containers(self.inventory, self.host, self.ct, self.limit)
 
 

@@ -69,7 +69,7 @@ class Batches:
 
 
 @grouped(
-    sel=use(Selection, "inventory", "limit"),
+    sel=use(Selection, "inventory", "limit", *Selection.VAULT_FIELDS),
     batches=Batches,
     run=use(Run, "tags", "skip_tags", "extra_vars"),
     out=use(Output, "as_json", "journal_dir"),
@@ -98,6 +98,7 @@ def rollout_command(
     untouched containers, and --resume ID finishes the job. Exit 0 completed,
     2 stopped on failures, 99 interrupted.
     """
+    sel.unlock()
     args = RolloutArgs(
         playbook=playbook,
         inventory=sel.inventory,

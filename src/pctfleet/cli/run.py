@@ -45,7 +45,7 @@ def run_command(
 
 
 @grouped(
-    sel=use(Selection, "host", "ct", "inventory", "limit"),
+    sel=use(Selection, "host", "ct", "inventory", "limit", *Selection.VAULT_FIELDS),
     run=Run,
     out=Output,
     lock=Lock,

@@ -19,6 +19,8 @@ from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pctfleet.errors import InputError
+from pctfleet.playbook import vault
+from pctfleet.playbook.templating import Secret
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -144,8 +146,17 @@ def _construct_seq(loader: PositionLoader, node: SequenceNode):
         data.item_lines.append(_line(item))
 
 
+def _construct_vault(loader: PositionLoader, node: Node) -> Secret:
+    """An inline `!vault |` value: decrypted here, and kept hidden from output."""
+    where = f"{loader.source_name}:{_line(node)}"
+    if not isinstance(node.value, str):
+        raise vault.VaultError("!vault must tag a text block ($ANSIBLE_VAULT;...)", where=where)
+    return Secret(vault.decrypt(node.value, where))
+
+
 PositionLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 PositionLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+PositionLoader.add_constructor("!vault", _construct_vault)
 
 
 def _yaml_problem(err: yaml.YAMLError, name: str, text: str) -> InputError:
@@ -166,7 +177,29 @@ def _yaml_problem(err: yaml.YAMLError, name: str, text: str) -> InputError:
 
 
 def load_yaml_text(text: str, name: str = "<string>") -> Any:
-    """Parse one YAML document; `None` when it holds nothing but comments."""
+    """Parse one YAML document; `None` when it holds nothing but comments.
+    A vault-encrypted document is decrypted first and its text values become `Secret`s."""
+    if not vault.is_vaulted(text):
+        return _parse(text, name)
+    try:
+        return _hide_strings(_parse(vault.decrypt(text, name), name))
+    except RecursionError:  # an alias that holds itself
+        raise InputError("YAML error: nested too deeply", where=name) from None
+
+
+def _hide_strings(value: Any) -> Any:
+    """Every string value (not key) inside `value` as a `Secret`, containers kept in place."""
+    if isinstance(value, str):
+        return Secret(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _hide_strings(item)
+    elif isinstance(value, list):
+        value[:] = [_hide_strings(item) for item in value]
+    return value
+
+
+def _parse(text: str, name: str) -> Any:
     loader = None
     try:
         loader = PositionLoader(text)
