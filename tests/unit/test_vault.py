@@ -239,3 +239,53 @@ def test_include_vars_of_an_encrypted_file_gives_hidden_values(tmp_path):
     ContainerEngine(LocalTarget(), run, {}, options).play(play.tasks, [])
     assert run.status == "ok", run.message
     assert run.tasks[1].as_json()["msg"] == "dsn ********"
+
+
+@pytest.mark.skipif(not ANSIBLE_VAULT.exists(), reason=f"real ansible-vault not at {ANSIBLE_VAULT}")
+def test_a_template_in_an_encrypted_file_still_renders(tmp_path):
+    (tmp_path / "pw").write_text("pw\n")
+    secrets = tmp_path / "secrets.yml"
+    secrets.write_text("who: world\ngreeting: 'hello {{ who }}'\n")
+    subprocess.run(
+        [str(ANSIBLE_VAULT), "encrypt", "--vault-password-file", f"{tmp_path}/pw", str(secrets)],
+        check=True,
+        capture_output=True,
+    )
+    vault.set_vault_secrets([vault.read_password_file(tmp_path / "pw")])
+    (tmp_path / "book.yml").write_text(
+        "- hosts: all\n  vars_files: [secrets.yml]\n  tasks:\n"
+        f"    - copy: {{content: '{{{{ greeting }}}}', dest: {tmp_path}/out.txt}}\n"
+    )
+    play = load_playbook(tmp_path / "book.yml", known_args()).plays[0]
+    run = ContainerRun("local", 100)
+    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
+    ContainerEngine(LocalTarget(), run, dict(play.vars), options).play(play.tasks, [])
+    assert run.status == "ok", run.message
+    assert (tmp_path / "out.txt").read_text() == "hello world"
+
+
+@pytest.mark.parametrize("command", ["run", "provision", "audit", "verify", "rollout"])
+def test_every_command_that_reads_an_inventory_takes_vault_passwords(command):
+    shown = _cli(command, "--help").stdout
+    for option in ("--vault-password-file", "--vault-id", "--ask-vault-pass"):
+        assert option in shown, (command, option)
+
+
+def test_cli_failing_password_script_exits_4_with_one_line(tmp_path):
+    script = tmp_path / "pw.sh"
+    script.write_text("#!/bin/sh\nexit 7\n")
+    script.chmod(0o755)
+    (tmp_path / "inv.yml").write_text(
+        "nodes:\n  n1:\n    address: 127.0.0.1\n    containers: [200]\n"
+    )
+    (tmp_path / "book.yml").write_text("- hosts: all\n  tasks: []\n")
+    done = _cli(
+        "run",
+        str(tmp_path / "book.yml"),
+        "-i",
+        str(tmp_path / "inv.yml"),
+        "--vault-id",
+        f"ops@{script}",
+    )
+    assert done.returncode == exitcodes.PARSE_ERROR, done.stderr
+    assert done.stderr == f"error: vault password file {script}: the script exited with 7\n"

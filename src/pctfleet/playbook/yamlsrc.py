@@ -20,7 +20,7 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pctfleet.errors import InputError
 from pctfleet.playbook import vault
-from pctfleet.playbook.templating import Secret
+from pctfleet.playbook.templating import Secret, _is_template
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -188,9 +188,10 @@ def load_yaml_text(text: str, name: str = "<string>") -> Any:
 
 
 def _hide_strings(value: Any) -> Any:
-    """Every string value (not key) inside `value` as a `Secret`, containers kept in place."""
+    """Every string value (not key) inside `value` as a `Secret`, containers kept in place.
+    A template stays plain text: a Secret is never rendered, and Ansible renders it."""
     if isinstance(value, str):
-        return Secret(value)
+        return value if _is_template(value) else Secret(value)
     if isinstance(value, dict):
         for key, item in value.items():
             value[key] = _hide_strings(item)
