@@ -289,3 +289,21 @@ def test_cli_failing_password_script_exits_4_with_one_line(tmp_path):
     )
     assert done.returncode == exitcodes.PARSE_ERROR, done.stderr
     assert done.stderr == f"error: vault password file {script}: the script exited with 7\n"
+
+
+def test_a_vaulted_value_is_hidden_in_the_diff_but_written_into_the_target(tmp_path):
+    vault.set_vault_secrets([DEFAULT])
+    body = (FIXTURES / "inline.yml").read_text().split("inline_secret: ", 1)[1]
+    (tmp_path / "secrets.yml").write_text(f"dsn: {body}")
+    (tmp_path / "book.yml").write_text(
+        "- hosts: all\n  vars_files: [secrets.yml]\n  tasks:\n"
+        f"    - copy: {{content: 'dsn={{{{ dsn }}}}', dest: {tmp_path}/app.conf}}\n"
+    )
+    play = load_playbook(tmp_path / "book.yml", known_args()).plays[0]
+    run = ContainerRun("local", 100)
+    options = RunOptions(base_dir=str(tmp_path), lock_wait=5, diff=True)
+    ContainerEngine(LocalTarget(), run, dict(play.vars), options).play(play.tasks, [])
+    assert run.status == "ok", run.message
+    shown = str(run.tasks[0].as_json())
+    assert "dsn=********" in shown and "inline-s3cret" not in shown, shown
+    assert (tmp_path / "app.conf").read_text() == "dsn=inline-s3cret"
