@@ -35,6 +35,22 @@ def _no_passwords():
     vault.set_vault_secrets([])
 
 
+def _inline_body() -> str:
+    """The `!vault |` block of the checked-in inline fixture (password hunter2)."""
+    return (FIXTURES / "inline.yml").read_text().split("inline_secret: ", 1)[1]
+
+
+def _play(tmp_path: Path, book: str, **options: bool) -> ContainerRun:
+    """Run the playbook text on this machine; the run, checked to have succeeded."""
+    (tmp_path / "book.yml").write_text(book)
+    play = load_playbook(tmp_path / "book.yml", known_args()).plays[0]
+    run = ContainerRun("local", 100)
+    opts = RunOptions(base_dir=str(tmp_path), lock_wait=5, **options)
+    ContainerEngine(LocalTarget(), run, dict(play.vars), opts).play(play.tasks, [])
+    assert run.status == "ok", run.message
+    return run
+
+
 def test_a_1_1_file_decrypts_and_its_strings_are_secrets():
     vault.set_vault_secrets([DEFAULT])
     data = load_yaml(FIXTURES / "vars11.yml")
@@ -143,7 +159,7 @@ def test_vault_ids_parse_label_and_source(tmp_path, monkeypatch):
 
 def test_an_inventory_may_hold_inline_vault_values():
     vault.set_vault_secrets([DEFAULT])
-    inline = (FIXTURES / "inline.yml").read_text().split("inline_secret: ", 1)[1]
+    inline = _inline_body()
     inline = textwrap.indent(inline, "    ")
     inv = inventory_from_text(
         "nodes:\n  n1:\n    address: 127.0.0.1\n    containers: [200]\n"
@@ -157,18 +173,13 @@ def test_an_inventory_may_hold_inline_vault_values():
 def test_a_vaulted_value_is_redacted_in_run_output_and_json(tmp_path):
     vault.set_vault_secrets([DEFAULT])
     # a name no _password/_secret rule hides: only its being vaulted does
-    body = (FIXTURES / "inline.yml").read_text().split("inline_secret: ", 1)[1]
+    body = _inline_body()
     (tmp_path / "secrets.yml").write_text(f"dsn: {body}")
-    book = tmp_path / "book.yml"
-    book.write_text(
+    run = _play(
+        tmp_path,
         "- hosts: all\n  vars_files: [secrets.yml]\n  tasks:\n"
-        "    - name: use it\n      debug: {msg: 'pw is {{ dsn }}'}\n"
+        "    - name: use it\n      debug: {msg: 'pw is {{ dsn }}'}\n",
     )
-    play = load_playbook(book, known_args()).plays[0]
-    run = ContainerRun("local", 100)
-    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
-    ContainerEngine(LocalTarget(), run, dict(play.vars), options).play(play.tasks, [])
-    assert run.status == "ok", run.message
     shown = run.tasks[0].as_json()
     assert shown["msg"] == "pw is ********", shown
 
@@ -181,7 +192,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_cli_wrong_password_exits_4_with_one_line(tmp_path):
     inv = tmp_path / "inv.yml"
-    body = (FIXTURES / "inline.yml").read_text().split("inline_secret: ", 1)[1]
+    body = _inline_body()
     inv.write_text(
         "nodes:\n  n1:\n    address: 127.0.0.1\n    containers: [200]\n"
         "vars:\n  db_password: " + body
@@ -227,17 +238,13 @@ def test_fresh_output_of_the_real_ansible_vault(tmp_path):
 
 def test_include_vars_of_an_encrypted_file_gives_hidden_values(tmp_path):
     vault.set_vault_secrets([DEFAULT])
-    body = (FIXTURES / "inline.yml").read_text().split("inline_secret: ", 1)[1]
+    body = _inline_body()
     (tmp_path / "more.yml").write_text(f"dsn: {body}")
-    (tmp_path / "book.yml").write_text(
+    run = _play(
+        tmp_path,
         "- hosts: all\n  tasks:\n    - include_vars: {file: more.yml}\n"
-        "    - debug: {msg: 'dsn {{ dsn }}'}\n"
+        "    - debug: {msg: 'dsn {{ dsn }}'}\n",
     )
-    play = load_playbook(tmp_path / "book.yml", known_args()).plays[0]
-    run = ContainerRun("local", 100)
-    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
-    ContainerEngine(LocalTarget(), run, {}, options).play(play.tasks, [])
-    assert run.status == "ok", run.message
     assert run.tasks[1].as_json()["msg"] == "dsn ********"
 
 
@@ -252,15 +259,11 @@ def test_a_template_in_an_encrypted_file_still_renders(tmp_path):
         capture_output=True,
     )
     vault.set_vault_secrets([vault.read_password_file(tmp_path / "pw")])
-    (tmp_path / "book.yml").write_text(
+    _play(
+        tmp_path,
         "- hosts: all\n  vars_files: [secrets.yml]\n  tasks:\n"
-        f"    - copy: {{content: '{{{{ greeting }}}}', dest: {tmp_path}/out.txt}}\n"
+        f"    - copy: {{content: '{{{{ greeting }}}}', dest: {tmp_path}/out.txt}}\n",
     )
-    play = load_playbook(tmp_path / "book.yml", known_args()).plays[0]
-    run = ContainerRun("local", 100)
-    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
-    ContainerEngine(LocalTarget(), run, dict(play.vars), options).play(play.tasks, [])
-    assert run.status == "ok", run.message
     assert (tmp_path / "out.txt").read_text() == "hello world"
 
 
@@ -293,17 +296,14 @@ def test_cli_failing_password_script_exits_4_with_one_line(tmp_path):
 
 def test_a_vaulted_value_is_hidden_in_the_diff_but_written_into_the_target(tmp_path):
     vault.set_vault_secrets([DEFAULT])
-    body = (FIXTURES / "inline.yml").read_text().split("inline_secret: ", 1)[1]
+    body = _inline_body()
     (tmp_path / "secrets.yml").write_text(f"dsn: {body}")
-    (tmp_path / "book.yml").write_text(
+    run = _play(
+        tmp_path,
         "- hosts: all\n  vars_files: [secrets.yml]\n  tasks:\n"
-        f"    - copy: {{content: 'dsn={{{{ dsn }}}}', dest: {tmp_path}/app.conf}}\n"
+        f"    - copy: {{content: 'dsn={{{{ dsn }}}}', dest: {tmp_path}/app.conf}}\n",
+        diff=True,
     )
-    play = load_playbook(tmp_path / "book.yml", known_args()).plays[0]
-    run = ContainerRun("local", 100)
-    options = RunOptions(base_dir=str(tmp_path), lock_wait=5, diff=True)
-    ContainerEngine(LocalTarget(), run, dict(play.vars), options).play(play.tasks, [])
-    assert run.status == "ok", run.message
     shown = str(run.tasks[0].as_json())
     assert "dsn=********" in shown and "inline-s3cret" not in shown, shown
     assert (tmp_path / "app.conf").read_text() == "dsn=inline-s3cret"
