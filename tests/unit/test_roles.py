@@ -211,3 +211,77 @@ def test_a_converged_role_costs_one_call(tmp_path):
     run_book(tmp_path, text)
     run, _ = run_book(tmp_path, text)
     assert (run.status, run.remote_calls) == ("ok", 1)
+
+
+def test_a_converged_play_with_a_role_costs_one_call_on_the_sim_transport(tmp_path):
+    from pctfleet.inventory import load_inventory
+    from pctfleet.run.playbookrun import RunRequest, execute, prepare
+    from pctfleet.transport.options import ConnectOptions
+    from pctfleet.transport.sim import build_sim_fleet, converged_answers
+
+    write(
+        tmp_path,
+        {
+            "roles/web/defaults/main.yml": "port: 80\n",
+            "roles/web/templates/web.conf.j2": "listen {{ port }}\n",
+            "roles/web/files/motd": "hello\n",
+            "roles/web/handlers/main.yml": "- name: reload\n  command: 'true'\n",
+            "roles/web/tasks/main.yml": """\
+            - template: {src: web.conf.j2, dest: /etc/web.conf}
+              notify: reload
+            - copy: {src: motd, dest: /etc/motd}
+            - file: {path: "/srv/{{ role_name }}", state: directory}
+            """,
+            "site.yml": (
+                "- hosts: all\n  roles: [web]\n  tasks:\n"
+                "    - file: {path: /srv, state: directory}\n"
+            ),
+            "inventory.yml": (
+                "defaults: {user: root}\nnodes:\n  pve1:\n    containers: [200, 201]\n"
+            ),
+        },
+    )
+    inv = load_inventory(tmp_path / "inventory.yml")
+    request = RunRequest(
+        tmp_path / "site.yml", inv, list(inv.select("all")), ConnectOptions(), RunOptions()
+    )
+    prepared = prepare(request)
+
+    def factory(containers, connect):  # noqa: ANN001, ANN202, ARG001
+        return build_sim_fleet(
+            containers, latency=0.0, answers=lambda c: converged_answers(prepared, c)
+        )
+
+    runs = execute(prepared, fleet_factory=factory)
+    assert [(r.status, r.remote_calls) for r in runs] == [("ok", 1)] * 2, [r.message for r in runs]
+    assert [t.name for t in runs[0].tasks][:3] == ["web : template", "web : copy", "web : file"]
+
+
+def test_run_with_a_missing_role_exits_4_and_roles_path_option_finds_it(tmp_path):
+    import contextlib
+    import io
+
+    from pctfleet import exitcodes
+    from pctfleet.cli import main as cli
+
+    def invoke(*args: str) -> tuple[int, str]:
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            try:
+                code = cli._invoke(cli.app, list(args))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+        return code, err.getvalue()
+
+    book = tmp_path / "site.yml"
+    book.write_text("- hosts: all\n  roles:\n    - web\n")
+    # Port 9 on loopback: nothing listens, so a run that got past loading fails to connect.
+    common = ["--host", "127.0.0.1", "--port", "9", "--ct", "200", "--check"]
+    common += ["--journal-dir", str(tmp_path / "j")]
+    code, err = invoke("run", str(book), *common)
+    assert code == exitcodes.PARSE_ERROR, err
+    assert err.startswith(f"error: {book}:3: role 'web' not found (looked in ")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    write(tmp_path, {"mine/web/tasks/main.yml": "- debug: {msg: hi}\n"})
+    code, err = invoke("run", str(book), "-r", str(tmp_path / "mine"), *common)
+    assert code != exitcodes.PARSE_ERROR and "not found" not in err, err
