@@ -713,16 +713,10 @@ def _import_path(reader: _Reader, m: YamlMap, key: str, ctx: str) -> Path:
             ctx,
         )
     current = reader.imports[-1] if reader.imports else reader.path
-    for base in dict.fromkeys([current.parent, reader.path.parent]):
-        candidate = Path(os.path.normpath(base / raw))
-        if candidate.is_file():
-            return candidate
-    raise _fail(
-        f"{key!r}: task file {raw!r} not found next to {current.name} or {reader.path.name}",
-        m,
-        key,
-        ctx,
-    )
+    try:
+        return _task_file(reader, raw, current, key)
+    except PlaybookError as exc:
+        raise _fail(exc.message, m, key, ctx) from None
 
 
 # ---------------------------------------------------------------- include_tasks, include_role
@@ -778,7 +772,7 @@ def expand_include(
         from pctfleet.playbook import roles
 
         return roles.include_role(reader, task, args, item)
-    path = _task_file(reader, str(args["file"]), inc.current, task.loc)
+    path = _task_file(reader, str(args["file"]), inc.current, task.module, task.loc)
     reader.imports.append(path)
     try:
         nodes = _tasks_of(reader, _task_items(path, task.loc), inc.handler)
@@ -822,14 +816,15 @@ def _task_items(path: Path, where: str) -> YamlList:
     return items
 
 
-def _task_file(reader: _Reader, name: str, current: Path, where: str) -> Path:
+def _task_file(reader: _Reader, name: str, current: Path, key: str, where: str = "") -> Path:
+    """A task file next to the file naming it, else next to the playbook."""
     for base in dict.fromkeys([current.parent, reader.path.parent]):
         candidate = Path(os.path.normpath(base / name))
         if candidate.is_file():
             return candidate
     raise PlaybookError(
-        f"include_tasks: task file {name!r} not found next to {current.name} or {reader.path.name}",
-        where=where,
+        f"{key!r}: task file {name!r} not found next to {current.name} or {reader.path.name}",
+        where=where or None,
     )
 
 
