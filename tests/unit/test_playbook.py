@@ -239,7 +239,7 @@ def test_defaults_of_a_bare_task(tmp_path):
             "- hosts: all\n  taks: []\n",
             "F:2: play 'play #1': unknown play key 'taks' (did you mean 'tasks'?)",
         ),
-        ("- hosts: all\n  roles: [x]\n", "F:2: play 'play #1': 'roles': roles are not supported"),
+        ("- hosts: all\n  roles: [x]\n", "F:2: role 'x' not found"),
         ("- hosts: ''\n  tasks: []\n", "F:1: play 'play #1': 'hosts' must be a non-empty"),
         ("- hosts: all\n  tasks: {a: 1}\n", "F:2: play 'play #1': 'tasks' must be a list"),
         ("- hosts: all\n  tasks:\n    - just a string\n", "F:3: a task must be a mapping"),

@@ -33,7 +33,7 @@ class Baseline:
 
 @grouped(
     sel=Selection,
-    run=use(Run, "tags", "skip_tags", "extra_vars"),
+    run=use(Run, "tags", "skip_tags", "extra_vars", "roles_path"),
     base=Baseline,
     out=use(Output, "as_json"),
     conn=Connection,

@@ -132,12 +132,16 @@ class Run:
     extra_vars: list[str] | None = opt(
         "--extra-vars -e", "k=v, @file.yml or a JSON mapping; highest precedence."
     )
+    roles_path: list[str] | None = opt(
+        "--roles-path -r", "Folder of roles (repeatable), after roles/ next to the playbook."
+    )
 
     def run_options(self, **more):  # noqa: ANN003 - RunOptions' own fields
         from pctfleet.inventory import parse_extra_vars
         from pctfleet.run.engine import RunOptions
 
         given = {"check": self.check, "diff": self.diff, **more}
+        given.setdefault("roles_path", self.roles_path or [])
         return RunOptions(
             tags=split_tags(self.tags),
             skip_tags=split_tags(self.skip_tags),

@@ -70,9 +70,8 @@ class CopyArgs(ContentArgs):
             raise PlaybookError("copy needs 'content' or 'src'", where=where)
         path = Path(self.src).expanduser()
         if not path.is_absolute():
-            path = Path(ctx.base_dir) / "files" / path
-            if not path.exists():
-                path = Path(ctx.base_dir) / self.src
+            found = [b / "files" / path for b in _bases(ctx)] + [Path(ctx.base_dir) / path]
+            path = next((p for p in found if p.exists()), found[-1])
         try:
             return path.read_bytes()
         except OSError as exc:
@@ -88,15 +87,26 @@ class TemplateArgs(ContentArgs):
             raise PlaybookError("module 'template' needs 'src'", where=where)
         from pctfleet.playbook.templating import render_template_file
 
-        path = _find_template(self.src, Path(ctx.base_dir), where)
+        path = _find_template(self.src, ctx, where)
         return render_template_file(path, ctx.variables, where=where).encode()
 
 
-def _find_template(src: str, base: Path, where: str) -> Path:
+def _bases(ctx: Context) -> list[Path]:
+    """A role's folder first (its templates/ and files/), then the playbook's."""
+    role = ctx.variables.get("role_path")
+    return [*([Path(role)] if isinstance(role, str) else []), Path(ctx.base_dir)]
+
+
+def _find_template(src: str, ctx: Context, where: str) -> Path:
+    base = Path(ctx.base_dir)
     candidates = (
         [Path(src).expanduser()]
         if src.startswith(("/", "~"))
-        else [base / "templates" / src, base / src, base.parent / "templates" / src]
+        else [
+            *(b / "templates" / src for b in _bases(ctx)),
+            base / src,
+            base.parent / "templates" / src,
+        ]
     )
     for path in candidates:
         if path.is_file():

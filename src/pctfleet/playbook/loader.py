@@ -61,13 +61,17 @@ PLAY_KEYS = (
     "defaults",
     "vars",
     "vars_files",
+    "roles",
     "tasks",
     "handlers",
     "tags",
     "gather_facts",
     "become",
 )
-IMPORT_MODULES = ("import_tasks", "include_tasks")
+IMPORT_MODULES = ("import_tasks", "import_role", "include_tasks", "include_role")
+DYNAMIC_MODULES = ("include_tasks", "include_role")
+ROLE_ARGS = ("name", "tasks_from", "vars_from", "defaults_from", "handlers_from")
+ROLE_ENTRY_KEYS = ("role", "name", "vars", "tags", "when")
 # Modules that take a bare string, and the argument it is.
 FREE_FORM_MODULES = {"command": "cmd", "shell": "cmd", "include_vars": "file"}
 FQCN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
@@ -85,10 +89,7 @@ UNSUPPORTED = {
     "run_once": "run_once is not supported",
     "become_user": "become_user is not supported: tasks run as root through pct exec",
     "async": "async is not supported: use 'timeout'",
-    "roles": "roles are not supported: use import_tasks",
     "import_playbook": "import_playbook is not supported: run the playbooks one after another",
-    "include_role": "roles are not supported: use import_tasks",
-    "import_role": "roles are not supported: use import_tasks",
 }
 
 
@@ -119,6 +120,10 @@ class Task:
     loc: str = ""
     vars: dict[str, Any] = field(default_factory=dict)  # block vars, then the task's own
     loop: Loop | None = None
+    # Role params, role_path and an include's loop variable: over registered results.
+    params: dict[str, Any] = field(default_factory=dict)
+    role: str = ""  # the role the task came from (its name is shown as "role : name")
+    include: Any = None  # include_tasks/include_role: what expand_include needs
 
 
 @dataclass(frozen=True)
@@ -230,12 +235,26 @@ def should_run(task_tags: Iterable[str], only: set[str] | None, skip: set[str] |
 
 
 class _Reader:
-    """State while reading one playbook: known modules, the import chain."""
+    """State while reading one playbook: known modules, the import chain, and per
+    play the roles already run, their handlers and defaults."""
 
-    def __init__(self, path: Path, known_modules: Mapping[str, set[str] | None]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        known_modules: Mapping[str, set[str] | None],
+        roles_path: Sequence[str] = (),
+    ) -> None:
         self.path = path
         self.known = known_modules
         self.imports: list[Path] = []
+        self.roles_path = list(roles_path)
+        self.new_play()
+
+    def new_play(self) -> None:
+        self.roles_seen: set[tuple[Path, str]] = set()
+        self.role_handlers: list[Handler] = []
+        self.handler_files: set[Path] = set()
+        self.role_defaults: dict[str, Any] = {}
 
     def canonical(self, key: str) -> str | None:
         """Module name for a task key (`ansible.builtin.copy` -> `copy`), or None."""
@@ -372,6 +391,12 @@ def _module_key(reader: _Reader, m: YamlMap, keywords: Sequence[str], ctx: str) 
             f"task names more than one module: {', '.join(map(repr, others))}", m, others[1], ctx
         )
     return others[0]
+
+
+def _bare(key: str) -> str:
+    for prefix in FQCN_PREFIXES:
+        key = key.removeprefix(prefix)
+    return key
 
 
 def _import_names() -> set[str]:
@@ -545,6 +570,13 @@ def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list:
     keywords = HANDLER_KEYWORDS if handler else TASK_KEYWORDS
     key = _module_key(reader, m, keywords, ctx)
     if key in _import_names():
+        kind = _bare(key)
+        if kind in DYNAMIC_MODULES:
+            return [_include_task(reader, m, key, kind, handler, ctx)]
+        if kind == "import_role":
+            from pctfleet.playbook import roles
+
+            return roles.import_role(reader, m, key, handler, ctx)
         return _import(reader, m, key, handler, ctx)
     module = reader.canonical(key)
     assert module is not None  # _module_key refused unknown modules
@@ -681,15 +713,118 @@ def _import_path(reader: _Reader, m: YamlMap, key: str, ctx: str) -> Path:
             ctx,
         )
     current = reader.imports[-1] if reader.imports else reader.path
+    try:
+        return _task_file(reader, raw, current, key)
+    except PlaybookError as exc:
+        raise _fail(exc.message, m, key, ctx) from None
+
+
+# ---------------------------------------------------------------- include_tasks, include_role
+
+
+@dataclass(frozen=True)
+class Include:
+    """What a dynamic include needs to load its tasks when it is reached."""
+
+    reader: Any
+    current: Path  # the file the include is written in
+    handler: bool
+
+
+def _include_task(
+    reader: _Reader, m: YamlMap, key: str, kind: str, handler: bool, ctx: str
+) -> Task:
+    """`include_tasks`/`include_role`: one task; the engine expands it when reached,
+    with its name rendered, once per loop item (`expand_include`)."""
+    raw = m[key]
+    if isinstance(raw, str) and kind == "include_tasks":
+        args: dict[str, Any] = {"file": raw}
+    elif isinstance(raw, YamlMap):
+        args = plain(raw)
+    else:
+        raise _fail(f"{key!r} needs a mapping or a file name, got {brief(raw)}", m, key, ctx)
+    _check_args(reader, args, [raw] if isinstance(raw, YamlMap) else [], m, key, kind, ctx)
+    _check_jinja(args, m, key, ctx)
+    fields = _task_fields(m, ctx)
+    name = _text(m, "name", ctx, kind) or kind
+    current = reader.imports[-1] if reader.imports else reader.path
+    include = Include(reader, current, handler)
+    task = Task(name, kind, args, loc=m.where(), include=include, **fields)
+    if kind == "include_role" and not _templated(args.get("name")):
+        from pctfleet.playbook import roles
+
+        roles.check_include(reader, task, m, key, ctx)  # a missing role fails before running
+    return task
+
+
+def _templated(value: Any) -> bool:
+    return not isinstance(value, str) or "{{" in value or "{%" in value
+
+
+def expand_include(
+    task: Task, args: dict[str, Any], item: dict[str, Any]
+) -> tuple[list, list, dict]:
+    """The tasks (and, for a role, handlers and defaults) an include brings in, with its
+    rendered `args`; `item` (the loop variables) goes over each task's variables."""
+    inc: Include = task.include
+    reader = inc.reader
+    if task.module == "include_role":
+        from pctfleet.playbook import roles
+
+        return roles.include_role(reader, task, args, item)
+    path = _task_file(reader, str(args["file"]), inc.current, task.module, task.loc)
+    reader.imports.append(path)
+    try:
+        nodes = _tasks_of(reader, _task_items(path, task.loc), inc.handler)
+    finally:
+        reader.imports.pop()
+    return inherit_from(task, nodes, item), [], {}
+
+
+def inherit_from(task: Task, nodes: list, item: dict[str, Any]) -> list:
+    """What tasks brought in by `task` get from it: its vars, params and role."""
+    params = {**task.params, **item}
+    return _walk(
+        nodes,
+        lambda t: replace(
+            t,
+            vars={**task.vars, **t.vars},
+            params={**params, **t.params},
+            role=t.role or task.role,
+            name=t.name if t.role or not task.role else f"{task.role} : {t.name}",
+        ),
+    )
+
+
+def _walk(nodes: list, change: Any) -> list:
+    """`nodes` with `change` applied to every task, blocks opened."""
+    out: list = []
+    for node in nodes:
+        if isinstance(node, Block):
+            parts = (_walk(p, change) for p in (node.block, node.rescue, node.always))
+            block, rescue, always = parts
+            out.append(replace(node, block=block, rescue=rescue, always=always))
+        else:
+            out.append(change(node))
+    return out
+
+
+def _task_items(path: Path, where: str) -> YamlList:
+    items = load_yaml(path, what="a list of tasks")
+    if not isinstance(items, YamlList):
+        raise PlaybookError(f"{path} must hold a list of tasks, got {brief(items)}", where=where)
+    return items
+
+
+def _task_file(reader: _Reader, name: str, current: Path, key: str, where: str = "") -> Path:
+    """A task file next to the file naming it, else next to the playbook."""
     for base in dict.fromkeys([current.parent, reader.path.parent]):
-        candidate = Path(os.path.normpath(base / raw))
+        candidate = Path(os.path.normpath(base / name))
         if candidate.is_file():
             return candidate
-    raise _fail(
-        f"{key!r}: task file {raw!r} not found next to {current.name} or {reader.path.name}",
-        m,
-        key,
-        ctx,
+    raise PlaybookError(
+        f"{key!r}: task file {name!r} not found next to {current.name} or {reader.path.name}",
+        where=where or None,
     )
 
 
@@ -743,10 +878,16 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     _check_play_keys(m, ctx)
     variables = {**_mapping(m, "vars", ctx, var_names=True), **_vars_files(reader, m, ctx)}
     tags = _tags(m, ctx)
-    tasks = _Inherit(tags=tags).apply(_task_list(reader, m, "tasks", ctx, handler=False))
-    handlers = _task_list(reader, m, "handlers", ctx, handler=True)
+    reader.new_play()
+    from pctfleet.playbook import roles
+
+    role_tasks, role_vars = roles.play_roles(reader, m, ctx)
+    variables = {**variables, **role_vars}  # a roles entry's `vars:` are play variables
+    tasks = [*role_tasks, *_task_list(reader, m, "tasks", ctx, handler=False)]
+    tasks = _Inherit(tags=tags).apply(tasks)
+    handlers = [*_task_list(reader, m, "handlers", ctx, handler=True), *reader.role_handlers]
     _check_notify([*leaves(tasks), *handlers], handlers)
-    defaults = _mapping(m, "defaults", ctx, var_names=True)
+    defaults = {**reader.role_defaults, **_mapping(m, "defaults", ctx, var_names=True)}
     return Play(
         name or f"play #{index + 1}",
         _hosts(m, ctx),
@@ -780,10 +921,15 @@ def _check_notify(tasks: Sequence[Task], handlers: Sequence[Task]) -> None:
                 )
 
 
-def load_playbook(path: str | Path, known_modules: Mapping[str, set[str] | None]) -> Playbook:
+def load_playbook(
+    path: str | Path,
+    known_modules: Mapping[str, set[str] | None],
+    roles_path: Sequence[str] = (),
+) -> Playbook:
     """Read and validate a playbook. `known_modules` maps each module name to the
-    argument names it accepts (None: anything)."""
-    reader = _Reader(Path(path), known_modules)
+    argument names it accepts (None: anything); `roles_path` are folders of roles
+    (-r), searched after `roles/` next to the playbook and before ansible.cfg's."""
+    reader = _Reader(Path(path), known_modules, roles_path)
     doc = load_yaml(path, what="a list of plays")
     if not isinstance(doc, YamlList):
         raise PlaybookError(

@@ -20,7 +20,7 @@ from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, Plan, q
-from pctfleet.playbook.loader import Block
+from pctfleet.playbook.loader import Block, expand_include, select_tasks
 from pctfleet.playbook.loops import loop_items, loop_vars
 from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
 from pctfleet.run.journal import new_run_id
@@ -52,6 +52,7 @@ class RunOptions:
     run_id: str = field(default_factory=new_run_id)
     lock_lease: float = 60.0
     lock_wait: float = 300.0
+    roles_path: list[str] = field(default_factory=list)  # -r: folders of roles
 
 
 class Interrupted(Exception):
@@ -103,9 +104,10 @@ class ContainerEngine:
         """Run tasks, then notified handlers; record transport failures as statuses."""
         started = time.monotonic()
         self.run.started_at = self.run.started_at or time.time()  # the first play's start
+        self.handlers = list(handlers)  # an include_role reached adds its role's
         try:
             self._run_list(tasks, handler=False)
-            wanted = [h for h in handlers if self._is_notified(h)]
+            wanted = [h for h in self.handlers if self._is_notified(h)]
             self.facts = None
             self._run_list(wanted, handler=True)
             if self.pending_extras:
@@ -149,11 +151,39 @@ class ContainerEngine:
             if isinstance(task, Block):
                 self._run_block(task, handler)
                 continue
-            result = self._run_task(task, self._remaining(task), handler)
+            remaining = self._remaining(task)
+            result = self._run_task(task, remaining, handler)
             self.run.tasks.append(result)
             self.on_result(self.run, result)
             if result.status == "failed" and not task.ignore_errors:
                 raise TaskFailed(f"task '{task.name}' failed: {result.msg}", task, result)
+            if task.include is not None and result.status != "skipped":
+                self._run_include(task, remaining[1:], handler)
+
+    def _run_include(self, task: Any, after: list, handler: bool) -> None:
+        """include_tasks/include_role reached: load what it names (once per loop item)
+        and run it; its tasks' facts are read in one probe with those of the rest."""
+        where = f"{task.loc}: task '{task.name}'"
+        scopes = [(self._scope(task), {})]
+        if task.loop is not None:
+            items = loop_items(task.loop, self._scope(task), self.options.base_dir, where)
+            scopes = []
+            for index in range(len(items)):
+                item = loop_vars(task.loop, index, items)
+                scope = self._scope(task, item)
+                if not task.when or condition(task.when, scope, where=where):
+                    scopes.append((scope, item))
+        for scope, item in scopes:
+            args = render(dict(task.args), scope, where=where)
+            nodes, handlers, defaults = expand_include(task, args, item)
+            for name, value in defaults.items():  # role defaults: under every other level
+                self.vars.setdefault(name, value)
+            known = {h.name for h in self.handlers}
+            self.handlers += [h for h in handlers if h.name not in known]
+            nodes = select_tasks(nodes, self.options.tags, self.options.skip_tags)
+            self.ahead = [*_lookahead(nodes), *after]
+            self.facts = None
+            self._run_list(nodes, handler, top=False)
 
     def _remaining(self, task: Any) -> list:
         index = next((i for i, t in enumerate(self.ahead) if t is task), None)
@@ -186,10 +216,11 @@ class ContainerEngine:
     def _scope(self, task: Any, loop: dict | None = None) -> dict[str, Any]:
         """The task's variables: its (and its blocks') `vars` over the play's, under
         registered results, set_fact and -e, as in Ansible; the loop's on top."""
-        if not task.vars and not loop:
+        if not task.vars and not loop and not getattr(task, "params", None):
             return self.vars
         scope = {**self.vars, **task.vars}
         scope.update({k: self.vars[k] for k in self.runtime if k in self.vars})
+        scope.update(getattr(task, "params", {}))  # role params: over set_fact, as in Ansible
         scope.update({k: self.vars[k] for k in self.options.extra_vars if k in self.vars})
         return {**scope, **(loop or {})}
 

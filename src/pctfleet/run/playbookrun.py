@@ -135,7 +135,7 @@ class PreparedRun:
 
 def prepare(request: RunRequest) -> PreparedRun:
     """Load and preflight: every InputError surfaces here, before any connection."""
-    book = load_playbook(request.playbook, known_args())
+    book = load_playbook(request.playbook, known_args(), request.options.roles_path)
     request.options.base_dir = str(Path(request.playbook).resolve().parent)
     plays = [(play, _play_containers(request, play)) for play in book.plays]
     for play, containers in plays:
