@@ -126,7 +126,7 @@ def _wanted(args: AptArgs, state: Packages) -> list[str]:
     """The `name[=version]` words apt-get must install."""
     wanted = []
     for name, version in args.name:
-        status, current = state.installed.get(name, ("", ""))
+        status, current = state.installed.get(name.split(":")[0], ("", ""))
         if status == "ii" and version and fnmatch(current, version):
             continue
         if status == "ii" and not version:
@@ -139,7 +139,9 @@ def _wanted(args: AptArgs, state: Packages) -> list[str]:
 
 def _unwanted(args: AptArgs, state: Packages) -> list[str]:
     kept = ("ii", "rc") if args.purge else ("ii",)
-    return [name for name, _ in args.name if state.installed.get(name, ("", ""))[0] in kept]
+    # dpkg-query prints `${Package}` without the `:arch` a name may carry.
+    found = {name: state.installed.get(name.split(":")[0], ("", ""))[0] for name, _ in args.name}
+    return [name for name, status in found.items() if status in kept]
 
 
 def _stale(args: AptArgs, state: Packages) -> bool:
