@@ -114,8 +114,6 @@ def _changes(args: UserArgs, now: Account) -> list[str]:
         missing = set(args.groups) - current
         if missing if args.append else set(args.groups) != current:
             options += (["-a"] if args.append else []) + ["-G", q(",".join(args.groups))]
-    if args.password is not None and args.update_password == "always" and args.password != now.hash:
-        options += ["-p", q(args.password)]
     return options
 
 
@@ -124,7 +122,7 @@ def _add(args: UserArgs) -> str:
     for value, option in ((args.uid, "-u"), (args.group, "-g"), (args.shell, "-s")):
         if value is not None:
             options += [option, q(value)]
-    for value, option in ((args.home, "-d"), (args.comment, "-c"), (args.password, "-p")):
+    for value, option in ((args.home, "-d"), (args.comment, "-c")):
         if value is not None:
             options += [option, q(value)]
     if args.groups:
@@ -164,9 +162,16 @@ class User(Module, name="user", args=UserArgs, fact=AccountFact()):
                 return Plan(False, result=result)
             flags = "-r " * args.remove + "-f " * args.force
             return Plan(True, script=f"userdel {flags}-- {q(args.name)}\n", result=result)
-        if not state.passwd:
-            return Plan(True, script=_add(args), result=result)
-        options = _changes(args, state)
-        if not options:
-            return Plan(False, result=result)
-        return Plan(True, script=f"usermod {' '.join(options)} -- {q(args.name)}\n", result=result)
+        new = not state.passwd
+        script = _add(args) if new else ""
+        options = [] if new else _changes(args, state)
+        if options:
+            script = f"usermod {' '.join(options)} -- {q(args.name)}\n"
+        hashed = args.password is not None and args.password != state.hash
+        if hashed and (new or args.update_password == "always"):
+            # The hash goes through stdin, so it is in no process's command line.
+            script = f"set -e\n{script}chpasswd -e\n"
+            return Plan(
+                True, script=script, stdin=f"{args.name}:{args.password}\n".encode(), result=result
+            )
+        return Plan(bool(script), script=script or None, result=result)
