@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 
 from pctfleet.modules.args import Context, arg, flag, text
-from pctfleet.modules.base import Module, Plan
-from pctfleet.modules.textfile import EditArgs, FileText, TextFile, unreadable, write
+from pctfleet.modules.base import Plan
+from pctfleet.modules.textfile import EditArgs, FileText, TextEdit, TextFile, write
 
 NL = b"\n"
 
@@ -100,18 +100,15 @@ class BlockText(FileText):
         return edited(args, content)[0]
 
 
-class BlockInFile(Module, name="blockinfile", args=BlockArgs, fact=BlockText()):
+class BlockInFile(TextEdit, name="blockinfile", args=BlockArgs, fact=BlockText()):
     """Insert, update or remove a marked block of lines, Ansible's `blockinfile`."""
 
-    def plan(self, args: BlockArgs, state: TextFile, check: bool) -> Plan:
-        failed = unreadable(state, args.path)
-        if failed:
-            return failed
-        if state.type == "absent":
-            if args.state == "absent":
-                return Plan(False, msg=f"File {args.path} not present")
-            if not args.create:
-                return Plan(False, failed=True, msg=f"Path {args.path} does not exist !")
+    def missing(self, args: BlockArgs) -> Plan | None:
+        if args.state == "absent":
+            return Plan(False, msg=f"File {args.path} not present")
+        return None if args.create else super().missing(args)
+
+    def edit(self, args: BlockArgs, state: TextFile) -> Plan:
         original = state.content if state.type == "file" else None
         result, inserted = edited(args, original or b"")
         if original == result:

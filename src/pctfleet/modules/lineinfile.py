@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pctfleet.modules.args import Context, arg, flag, text
-from pctfleet.modules.base import Module, Plan
-from pctfleet.modules.textfile import EditArgs, FileText, TextFile, unreadable, write
+from pctfleet.modules.base import Plan
+from pctfleet.modules.textfile import EditArgs, FileText, TextEdit, TextFile, write
 
 NL = b"\n"
 
@@ -147,18 +147,17 @@ class LineText(FileText):
         return b"".join(edited(args, content).lines)
 
 
-class LineInFile(Module, name="lineinfile", args=LineArgs, fact=LineText()):
+class LineInFile(TextEdit, name="lineinfile", args=LineArgs, fact=LineText()):
     """Ensure a line is in a file (or is not), Ansible's `lineinfile`."""
 
-    def plan(self, args: LineArgs, state: TextFile, check: bool) -> Plan:
-        failed = unreadable(state, args.path)
-        if failed:
-            return failed
-        if state.type == "absent":
-            if args.state == "absent":
-                return Plan(False, msg="file not present", result={"found": 0})
-            if not args.create:
-                return Plan(False, failed=True, msg=f"Destination {args.path} does not exist !")
+    def missing(self, args: LineArgs) -> Plan | None:
+        if args.state == "absent":
+            return Plan(False, msg="file not present", result={"found": 0})
+        if args.create:
+            return None
+        return Plan(False, failed=True, msg=f"Destination {args.path} does not exist !")
+
+    def edit(self, args: LineArgs, state: TextFile) -> Plan:
         edit = edited(args, state.content or b"")
         plan = write(args, state, b"".join(edit.lines) if edit.changed else None, edit.msg)
         if args.state == "absent":

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 
 from pctfleet.modules.args import Context, arg, text
-from pctfleet.modules.base import Module, Plan
-from pctfleet.modules.textfile import EditArgs, FileText, TextFile, unreadable, write
+from pctfleet.modules.base import Plan
+from pctfleet.modules.textfile import EditArgs, FileText, TextEdit, TextFile, write
 
 
 @dataclass(frozen=True)
@@ -60,15 +60,10 @@ class ReplaceText(FileText):
         return edited(args, content)[0] or content
 
 
-class Replace(Module, name="replace", args=ReplaceArgs, fact=ReplaceText()):
+class Replace(TextEdit, name="replace", args=ReplaceArgs, fact=ReplaceText()):
     """Replace every match of `regexp` in a file, Ansible's `replace`."""
 
-    def plan(self, args: ReplaceArgs, state: TextFile, check: bool) -> Plan:
-        failed = unreadable(state, args.path)
-        if failed:
-            return failed
-        if state.type == "absent":
-            return Plan(False, failed=True, msg=f"Path {args.path} does not exist !")
+    def edit(self, args: ReplaceArgs, state: TextFile) -> Plan:
         try:
             new, msg = edited(args, state.content or b"")
         except re.error as err:  # a bad group reference in `replace`

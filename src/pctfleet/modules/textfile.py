@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pctfleet.modules.args import Args, arg, flag, text
-from pctfleet.modules.base import Fact, FactReader, Plan, Push, World, mode_string
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World, mode_string
 from pctfleet.modules.file import PathState, attribute_fixes
 from pctfleet.sh import snippet
 
@@ -128,6 +128,27 @@ def unreadable(state: TextFile, path: str) -> Plan | None:
             msg=f"{path} is {state.size} bytes: larger than the {TEXT_LIMIT} bytes an edit reads",
         )
     return None
+
+
+class TextEdit(Module):
+    """What lineinfile, blockinfile and replace share: a path that is no file to edit
+    fails; a missing file is `missing`'s to judge (None: create it); the file is `edit`'s."""
+
+    def plan(self, args: Any, state: TextFile, check: bool) -> Plan:
+        failed = unreadable(state, args.path)
+        if failed:
+            return failed
+        if state.type == "absent":
+            verdict = self.missing(args)
+            if verdict is not None:
+                return verdict
+        return self.edit(args, state)
+
+    def missing(self, args: Any) -> Plan | None:
+        return Plan(False, failed=True, msg=f"Path {args.path} does not exist !")
+
+    def edit(self, args: Any, state: TextFile) -> Plan:
+        raise NotImplementedError
 
 
 def backup_name(path: str) -> str:
