@@ -413,9 +413,10 @@ INJECT_TASKS = """\
       command: {{argv: [printf, "%s", "{{{{ p{i} }}}}"]}}
       register: out{i}
       when: inventory_hostname == '{key}'
+    # A registered stdout loses its final line breaks, as in Ansible.
     - name: "{i}: argv arrives unchanged"
       fail: {{msg: "argv {i} changed"}}
-      when: inventory_hostname == '{key}' and out{i}.stdout != p{i}
+      when: inventory_hostname == '{key}' and out{i}.stdout != p{i}.rstrip('\\r\\n')
     - name: "{i}: environment"
       shell: 'printf %s "$PAYLOAD" > /tmp/pctfleet-inj/{i}/env'
       environment: {{PAYLOAD: "{{{{ p{i} }}}}"}}
