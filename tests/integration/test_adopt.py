@@ -18,6 +18,7 @@ from suites import PURELIB
 from test_brownfield import KEY, UV, UV_TOML, in_ct, uv_binary  # noqa: F401
 
 from pctfleet.cuda.rules import expected_components
+from pctfleet.sh import library
 
 pytestmark = pytest.mark.lab
 
@@ -39,6 +40,9 @@ EXTRA = {
 }
 MADE = f"{VENV} {OWN} {STALE} /root/.local/bin/uv /root/.cache/uv /etc/uv"
 PINNED = "cuda-toolkit[nvcc,nvvm,crt,cudart,cccl]==13.0.2"
+PORT_PIDS = library(["listener"]) + f"pctfleet_port_pids /proc {EXTRA['server_port']}"
+# The incident's server: started by hand with nohup, no PID file, on the serving port.
+BY_HAND = f"nohup python3 -m http.server {EXTRA['server_port']} >/dev/null 2>&1 & echo $!"
 
 
 def pctfleet(*args: str) -> subprocess.CompletedProcess:
@@ -82,7 +86,11 @@ def handmade(lab, uv_binary):  # noqa: F811
     site = in_ct(f"{VENV}/bin/python -c '{PURELIB}'").stdout.decode().strip()
     link = f"{site}/nvidia/cu13/lib/libcudart.so"
     in_ct(f"ln -sfn libcudart.so.13 {link} && mkdir -p {STALE} && : > {STALE}/x.so")
+    stranger = int(in_ct(BY_HAND).stdout)
+    in_ct(f"for i in $(seq 50); do {PORT_PIDS} | grep -qx {stranger} && exit 0; sleep 0.1; done")
+    info.stranger = stranger
     yield info
+    in_ct(f"kill -KILL {stranger} 2>/dev/null; :")
     stop_our_server()
     in_ct(f"rm -rf {MADE}; rmdir /root/.local/bin /root/.local 2>/dev/null || :")
 
@@ -118,6 +126,11 @@ def test_handmade_uv_toolchain_is_explained_then_adopted_in_one_provision(handma
     assert code == 0 and not failed, failed
     changed = {t["name"] for t in first["tasks"] if t["changed"]}
     assert "matched CUDA toolchain" in changed, changed
+    (server,) = [t for t in first["tasks"] if t["module"] == "server"]
+    stopped = [p["pid"] for p in server["details"].get("stale", [])]
+    assert stopped == [handmade.stranger], server
+    ours = int(in_ct(f"cat {EXTRA['server_pidfile']}").stdout)
+    assert [int(p) for p in in_ct(PORT_PIDS).stdout.split()] == [ours] != [handmade.stranger]
 
     code, after = doctor(handmade)
     assert code == 0, after["verdict"]
