@@ -52,6 +52,11 @@ def in_ct(info, key: str, script: str) -> subprocess.CompletedProcess:
     return pctfleet("exec", "-i", str(info.inventory), "--limit", key, "--", "sh", "-c", script)
 
 
+def on_base(info, *argv: str) -> subprocess.CompletedProcess:
+    """`argv` run in each of the lab's base containers (`pctfleet exec`)."""
+    return pctfleet("exec", "-i", str(info.inventory), "--limit", BASE, "--", *argv)
+
+
 def by_key(document: dict) -> dict[str, dict]:
     return {f"{c['node']}/{c['ctid']}": c for c in document["containers"]}
 
@@ -209,17 +214,7 @@ def test_undefined_variable_stops_before_any_change(info, tmp_path):
     assert proc.returncode == 4
     assert f"{book}:5" in proc.stderr and "nope_not_defined" in proc.stderr
     assert "Traceback" not in proc.stderr
-    check = pctfleet(
-        "exec",
-        "-i",
-        str(info.inventory),
-        "-l",
-        BASE,
-        "--",
-        "test",
-        "-e",
-        "/opt/pctfleet-undef-marker",
-    )
+    check = on_base(info, "test", "-e", "/opt/pctfleet-undef-marker")
     assert check.returncode == 2  # absent everywhere: every container's test failed
 
 
@@ -299,18 +294,7 @@ def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
             - {name: second, shell: "echo second >> /tmp/pctfleet-interrupt"}
         """,
     )
-    pctfleet(
-        "exec",
-        "-i",
-        str(info.inventory),
-        "--limit",
-        BASE,
-        "--",
-        "rm",
-        "-f",
-        "/tmp/pctfleet-interrupt",
-        "/tmp/pctfleet-started",
-    )
+    on_base(info, "rm", "-f", "/tmp/pctfleet-interrupt", "/tmp/pctfleet-started")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -331,25 +315,13 @@ def test_interrupt_stops_new_tasks_and_exits_99(info, tmp_path, sig):
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # signal once every container is inside "first"
-        started = pctfleet(
-            "exec",
-            "-i",
-            str(info.inventory),
-            "-l",
-            BASE,
-            "--",
-            "test",
-            "-e",
-            "/tmp/pctfleet-started",
-        )
+        started = on_base(info, "test", "-e", "/tmp/pctfleet-started")
         if started.returncode == 0:
             break
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 99, err
-    done = pctfleet(
-        "exec", "-i", str(info.inventory), "-l", BASE, "--", "cat", "/tmp/pctfleet-interrupt"
-    )
+    done = on_base(info, "cat", "/tmp/pctfleet-interrupt")
     lines = [line.split(" | ")[1] for line in done.stdout.splitlines()]
     assert lines == ["first"] * 4  # the running task finished; the next never started
     journal = next(tmp_path.glob("*.jsonl")).read_text().splitlines()
