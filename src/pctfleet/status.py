@@ -26,6 +26,7 @@ class Status(StrEnum):
     CLEAN = "clean"  # audit: as the playbook and the baseline say
     DRIFT = "drift"  # audit: not as they say
     PASSED = "passed"  # verify: every check passed
+    UNTOUCHED = "untouched"  # run: a later batch that never started (serial)
 
 
 # A container we never got to judge (commands did not reach it, or did not

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pctfleet.errors import PlaybookError, brief, did_you_mean
+from pctfleet.errors import InputError, PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
 from pctfleet.playbook.templating import syntax_problem
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
+from pctfleet.run.batches import parse_serial
+from pctfleet.run.playflow import parse_percentage
 
 TASK_KEYWORDS = (
     "name",
@@ -46,12 +48,15 @@ TASK_KEYWORDS = (
     "vars",
     "loop",
     "loop_control",
+    "run_once",
+    "any_errors_fatal",
     *(f"with_{kind}" for kind in ("items", "list", "dict", "sequence", "fileglob")),
 )
 HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
 IMPORT_KEYWORDS = ("name", "tags", "when")
 BLOCK_KEYWORDS = (
-    "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log", "become"
+    "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log",
+    "become", "run_once", "any_errors_fatal",
 )  # fmt: skip
 LOOP_KEYS = ("loop", "with_items", "with_list", "with_dict", "with_sequence", "with_fileglob")
 LOOP_CONTROL_KEYS = ("loop_var", "index_var", "label", "pause", "extended")
@@ -67,13 +72,24 @@ PLAY_KEYS = (
     "tags",
     "gather_facts",
     "become",
+    "serial",
+    "max_fail_percentage",
+    "any_errors_fatal",
 )
 IMPORT_MODULES = ("import_tasks", "import_role", "include_tasks", "include_role")
 DYNAMIC_MODULES = ("include_tasks", "include_role")
 ROLE_ARGS = ("name", "tasks_from", "vars_from", "defaults_from", "handlers_from")
 ROLE_ENTRY_KEYS = ("role", "name", "vars", "tags", "when")
 # Modules that take a bare string, and the argument it is.
-FREE_FORM_MODULES = {"command": "cmd", "shell": "cmd", "include_vars": "file"}
+FREE_FORM_MODULES = {"command": "cmd", "shell": "cmd", "include_vars": "file", "meta": "free_form"}
+META_ACTIONS = ("flush_handlers", "end_host", "end_play", "end_batch", "noop")
+META_REFUSED = {
+    "clear_facts": "facts are read per task, there is no fact cache to clear",
+    "clear_host_errors": "a failed container stays failed for the rest of the run",
+    "refresh_inventory": "the inventory is read once, before the run",
+    "reset_connection": "connections are per node and shared by its containers",
+    "end_role": "roles are flattened into the play's tasks",
+}
 FQCN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
 DEFAULT_DELAY = 5.0
 DEFAULT_UNTIL_RETRIES = 3
@@ -86,7 +102,6 @@ UNSUPPORTED = {
     "vars_prompt": "vars_prompt is not supported: runs are unattended, pass values with -e",
     "delegate_to": "delegate_to is not supported: tasks run in the container",
     "local_action": "local_action is not supported",
-    "run_once": "run_once is not supported",
     "become_user": "become_user is not supported: tasks run as root through pct exec",
     "async": "async is not supported: use 'timeout'",
     "import_playbook": "import_playbook is not supported: run the playbooks one after another",
@@ -124,6 +139,8 @@ class Task:
     params: dict[str, Any] = field(default_factory=dict)
     role: str = ""  # the role the task came from (its name is shown as "role : name")
     include: Any = None  # include_tasks/include_role: what expand_include needs
+    run_once: bool | None = None  # None: not written (a block's value applies)
+    any_errors_fatal: bool | None = None  # None: the block's, else the play's
 
 
 @dataclass(frozen=True)
@@ -181,6 +198,9 @@ class Play:
     loc: str = ""
     # Like a role's defaults: below every inventory level, so inventories override them.
     defaults: dict[str, Any] = field(default_factory=dict)
+    serial: list[str] = field(default_factory=list)  # batch sizes; empty: one batch
+    max_fail_percentage: float | None = None
+    any_errors_fatal: bool = False
 
 
 @dataclass(frozen=True)
@@ -512,6 +532,8 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
         environment=environment,
         vars=_scoped_vars(m, ctx),
         loop=_loop(m, ctx),
+        run_once=_bool(m, "run_once", ctx, None),
+        any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
     )
 
 
@@ -585,6 +607,8 @@ def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list:
     _check_jinja(name, m, "name", ctx)
     loc = m.where()
     args = _module_args(reader, m, key, module, ctx)
+    if module == "meta":
+        _check_meta(args, m, key, ctx)
     if handler:
         return [Handler(name, module, args, listen=_str_list(m, "listen", ctx), loc=loc, **fields)]
     return [Task(name, module, args, loc=loc, **fields)]
@@ -607,6 +631,8 @@ def _parse_block(reader: _Reader, m: YamlMap, handler: bool, ctx: str) -> Block:
         vars=_scoped_vars(m, ctx),
         ignore_errors=_bool(m, "ignore_errors", ctx, None),
         no_log=_bool(m, "no_log", ctx, None),
+        run_once=_bool(m, "run_once", ctx, None),
+        any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
     )
     name = _text(m, "name", ctx, "block") or "block"
     return Block(name, **{k: inherit.apply(v) for k, v in parts.items()}, loc=m.where())
@@ -621,6 +647,8 @@ class _Inherit:
     vars: dict[str, Any] = field(default_factory=dict)
     ignore_errors: bool | None = None
     no_log: bool | None = None
+    run_once: bool | None = None
+    any_errors_fatal: bool | None = None
 
     def apply(self, nodes: list) -> list:
         out: list = []
@@ -638,6 +666,8 @@ class _Inherit:
                     vars={**self.vars, **node.vars},
                     ignore_errors=_first(node.ignore_errors, self.ignore_errors),
                     no_log=_first(node.no_log, self.no_log),
+                    run_once=_first(node.run_once, self.run_once),
+                    any_errors_fatal=_first(node.any_errors_fatal, self.any_errors_fatal),
                 )
             )
         return out
@@ -897,7 +927,34 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
         tags,
         m.where(),
         defaults,
+        **_flow_keys(m, ctx),
     )
+
+
+def _flow_keys(m: YamlMap, ctx: str) -> dict[str, Any]:
+    """serial (a count, "N%", or a list of them), max_fail_percentage, any_errors_fatal."""
+    raw = m.get("serial")
+    items = [] if raw is None else (raw if isinstance(raw, list) else [raw])
+    serial = [str(i).strip() for i in items if isinstance(i, str | int) and not isinstance(i, bool)]
+    if raw is not None and (len(serial) != len(items) or not serial):
+        bad = f"'serial' must be a count, a percentage or a list of them, got {brief(raw)}"
+        raise _fail(bad, m, "serial", ctx)
+    try:
+        serial = parse_serial(",".join(serial)) if serial else []
+        max_fail = parse_percentage(m.get("max_fail_percentage"))
+    except (InputError, ValueError) as exc:
+        key = "serial" if isinstance(exc, InputError) else "max_fail_percentage"
+        raise _fail(f"{key!r}: {str(exc).removeprefix('--serial: ')}", m, key, ctx) from None
+    fatal = bool(_bool(m, "any_errors_fatal", ctx))
+    return {"serial": serial, "max_fail_percentage": max_fail, "any_errors_fatal": fatal}
+
+
+def _check_meta(args: dict, m: YamlMap, key: str, ctx: str) -> None:
+    action = args.get("free_form")
+    if action in META_ACTIONS:
+        return
+    why = META_REFUSED.get(str(action), f"known: {', '.join(META_ACTIONS)}")
+    raise _fail(f"meta action {brief(action)} is not supported: {why}", m, key, ctx)
 
 
 def _check_notify(tasks: Sequence[Task], handlers: Sequence[Task]) -> None:

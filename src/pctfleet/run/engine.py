@@ -25,6 +25,7 @@ from pctfleet.playbook.loops import loop_items, loop_vars
 from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
 from pctfleet.run.journal import new_run_id
 from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
+from pctfleet.run.playflow import Outcome, PlayEnded, PlayFlow
 from pctfleet.run.results import ContainerRun, TaskResult
 from pctfleet.transport.base import CommandTimeout, Target, TransferError, TransportError
 from pctfleet.transport.files import push
@@ -84,7 +85,11 @@ class ContainerEngine:
         options: RunOptions,
         on_result: Callable[[ContainerRun, TaskResult], None] = lambda run, result: None,
         stop: threading.Event | None = None,
+        flow: PlayFlow | None = None,
     ) -> None:
+        self.flow = flow or PlayFlow([run.key])
+        self.once_seen: dict[str, int] = {}  # run_once tasks reached, by location
+        self.failed_task: Any = None
         self.target = target
         self.run = run
         self.vars = variables
@@ -105,11 +110,10 @@ class ContainerEngine:
         started = time.monotonic()
         self.run.started_at = self.run.started_at or time.time()  # the first play's start
         self.handlers = list(handlers)  # an include_role reached adds its role's
+        self.flow.enter(self.run.key)
         try:
             self._run_list(tasks, handler=False)
-            wanted = [h for h in self.handlers if self._is_notified(h)]
-            self.facts = None
-            self._run_list(wanted, handler=True)
+            self._flush_handlers(top=True)
             if self.pending_extras:
                 self._probe([None], first=None)
         except TransportError as exc:
@@ -121,6 +125,9 @@ class ContainerEngine:
             self.run.status, self.run.message = exc.status, exc.message + hint
         except TaskFailed as exc:
             self.run.status, self.run.message = "failed", str(exc)
+            self.failed_task = exc.task
+        except PlayEnded as exc:  # not a failure: the play ends here for this container
+            self.run.message = str(exc)
         except Interrupted:
             self.run.status, self.run.message = "interrupted", "stopped before the next task"
         except InputError as exc:  # a value only known at run time was wrong
@@ -129,6 +136,9 @@ class ContainerEngine:
             self.run.status, self.run.message = "failed", f"gave up waiting: {exc}"
         finally:
             self._release()
+            if self.run.status not in ("ok", "changed", "interrupted"):
+                self.flow.failed(self.run.key, self.failed_task)
+            self.flow.leave(self.run.key)
             self.run.remote_calls = self.target.calls
             self.run.duration += time.monotonic() - started
             self.run.finished_at = time.time()
@@ -148,17 +158,75 @@ class ContainerEngine:
         for task in tasks:
             if self.stop.is_set():
                 raise Interrupted()
+            if self.flow.ended:
+                raise PlayEnded(f"play ended before task '{task.name}': {self.flow.ended}")
             if isinstance(task, Block):
                 self._run_block(task, handler)
                 continue
+            if task.module == "meta":
+                self._meta(task)
+                continue
             remaining = self._remaining(task)
-            result = self._run_task(task, remaining, handler)
+            if task.run_once and task.include is None:
+                result = self._once(task, remaining, handler)
+                if result is None:  # another container ran it; its outcome applied here
+                    continue
+            else:
+                result = self._run_task(task, remaining, handler)
             self.run.tasks.append(result)
             self.on_result(self.run, result)
             if result.status == "failed" and not task.ignore_errors:
                 raise TaskFailed(f"task '{task.name}' failed: {result.msg}", task, result)
             if task.include is not None and result.status != "skipped":
                 self._run_include(task, remaining[1:], handler)
+
+    def _flush_handlers(self, top: bool = False) -> None:
+        """Run the notified handlers now; a later notification runs them again."""
+        wanted = [h for h in self.handlers if self._is_notified(h)]
+        self.notified = []
+        self.facts = None
+        self._run_list(wanted, handler=True, top=top)
+
+    def _meta(self, task: Any) -> None:
+        where = f"{task.loc}: task '{task.name}'"
+        if task.when and not condition(task.when, self._scope(task), where=where):
+            return
+        action = task.args["free_form"]
+        if action == "flush_handlers":
+            self._flush_handlers()
+        elif action.startswith("end_"):
+            why = f"meta: {action} in {self.run.key} at {task.loc}"
+            if action != "end_host":
+                self.flow.end(why, play=action == "end_play")
+            raise PlayEnded(why)
+
+    def _once(self, task: Any, remaining: list, handler: bool) -> TaskResult | None:
+        """A run_once task: the claiming container runs it and hands its outcome (status,
+        register, set_fact) to the others, which make no remote call for it."""
+        seen = self.once_seen[task.loc] = self.once_seen.get(task.loc, 0) + 1
+        key = (task.loc, seen)
+        outcome = self.flow.claim(key, self.run.key)
+        if outcome is None:
+            return self._run_claimed(task, remaining, handler, key)
+        self._set_runtime(outcome.values)
+        self.vars.update(self.options.extra_vars)
+        if outcome.status == "failed" and not task.ignore_errors:
+            msg = f"task '{task.name}' failed in {outcome.runner} (run_once)"
+            failed = TaskResult(task.name, task.module, "failed", msg, loc=task.loc)
+            failed.result = dict(outcome.values.get(task.register) or {})
+            raise TaskFailed(msg, task, failed)  # not reported here; a rescue reads it
+        return None
+
+    def _run_claimed(self, task: Any, remaining: list, handler: bool, key: Any) -> TaskResult:
+        before = dict(self.vars)
+        outcome = Outcome(self.run.key, "failed", f"task '{task.name}' did not finish")
+        try:
+            result = self._run_task(task, remaining, handler)
+            changed = {k: v for k, v in self.vars.items() if before.get(k, before) is not v}
+            outcome = Outcome(self.run.key, result.status, result.msg, changed)
+            return result
+        finally:  # always: the others wait for it
+            self.flow.publish(key, outcome)
 
     def _run_include(self, task: Any, after: list, handler: bool) -> None:
         """include_tasks/include_role reached: load what it names (once per loop item)

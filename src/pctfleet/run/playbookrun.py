@@ -19,11 +19,13 @@ from pctfleet.modules.args import Context
 from pctfleet.playbook.loader import leaves, load_playbook, select_tasks
 from pctfleet.playbook.loops import item_scopes
 from pctfleet.playbook.templating import condition, names_reached, redact, render
+from pctfleet.run.batches import plan_batches
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.journal import Journal
+from pctfleet.run.playflow import PlayFlow, batch_stop
 from pctfleet.run.results import ContainerRun, TaskResult
 from pctfleet.run.signals import sigterm_as_interrupt
-from pctfleet.status import SUCCESS
+from pctfleet.status import SUCCESS, Status
 from pctfleet.transport.connections import build_fleet
 from pctfleet.transport.options import ConnectOptions
 
@@ -170,7 +172,8 @@ def execute(
     try:
         for play, containers in prepared.plays:
             alive = [c for c in containers if runs[c.key].status in SUCCESS]
-            _run_play(request, play, alive, targets, runs, journal, on_result)
+            if _run_play(request, play, alive, targets, runs, journal, on_result):
+                break  # as Ansible: a play stopped by its failures ends the run
     finally:
         fleet.close()
     for run in runs.values():
@@ -209,8 +212,10 @@ def _play_containers(request: RunRequest, play: Any) -> list:
     return [c for c in request.containers if c.key in chosen]
 
 
-def _run_play(request, play, containers, targets, runs, journal, on_result) -> None:  # noqa: ANN001
+def _run_play(request, play, containers, targets, runs, journal, on_result) -> str:  # noqa: ANN001
+    """Run the play batch by batch (`serial`); why it stopped the run, or ""."""
     tasks = select_tasks(play.tasks, request.options.tags, request.options.skip_tags)
+    flow = PlayFlow([])
 
     def report(run: ContainerRun, result: TaskResult) -> None:
         if journal:
@@ -228,6 +233,7 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> N
             request.options,
             report,
             request.stop,
+            flow,
         )
         engine.play(tasks, list(play.handlers))
         runs[container.key].finish_status()  # "changed" in the journal too, not "ok"
@@ -236,7 +242,24 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> N
             names = "container play status message remote_calls"
             journal.write("container", **json_fields(run, names, container=run.key, play=play.name))
 
-    schedule(containers, one, request.forks, request.per_node, request.stop)
+    batches = plan_batches(containers, play.serial) if play.serial else [containers]
+    for index, batch in enumerate(batches, start=1):
+        flow = PlayFlow([c.key for c in batch], play.any_errors_fatal, play.max_fail_percentage)
+        schedule(batch, one, request.forks, request.per_node, request.stop)
+        stopped = batch_stop(index, [runs[c.key] for c in batch], flow)
+        if stopped or (flow.end_play and index < len(batches)):
+            why = stopped or f"batch {index}: {flow.ended}"
+            _not_reached([runs[c.key] for b in batches[index:] for c in b], play, why, stopped)
+            return stopped
+    return ""
+
+
+def _not_reached(runs: list[ContainerRun], play: Any, why: str, failure: str) -> None:
+    """Containers of later batches: untouched by this play (after a failure, by any)."""
+    for run in runs:
+        if failure and not run.tasks:
+            run.status = Status.UNTOUCHED
+        run.message = f"play '{play.name}' not run here: {why}"
 
 
 def schedule(

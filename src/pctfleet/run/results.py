@@ -69,7 +69,7 @@ class ContainerRun:
         return counts
 
     def finish_status(self) -> None:
-        if self.status in UNREACHED or self.status in {Status.FAILED, Status.INTERRUPTED}:
+        if self.status in (*UNREACHED, Status.FAILED, Status.INTERRUPTED, Status.UNTOUCHED):
             return
         self.status = Status.CHANGED if any(t.changed for t in self.tasks) else Status.OK
 

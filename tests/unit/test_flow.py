@@ -1,0 +1,249 @@
+"""run_once, meta, serial, max_fail_percentage and any_errors_fatal over a simulated fleet."""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from pctfleet.errors import PlaybookError
+from pctfleet.inventory import load_inventory
+from pctfleet.modules import known_args
+from pctfleet.playbook.loader import load_playbook
+from pctfleet.run.engine import RunOptions
+from pctfleet.run.playbookrun import RunRequest, execute, prepare
+from pctfleet.run.playflow import Outcome, PlayFlow
+from pctfleet.transport.options import ConnectOptions
+from pctfleet.transport.sim import build_sim_fleet
+
+INVENTORY = """
+nodes:
+  pve1:
+    containers:
+      200: {vars: {me: a}}
+      201: {vars: {me: b}}
+  pve2:
+    containers:
+      200: {vars: {me: c}}
+      201: {vars: {me: d}}
+"""
+
+
+def run_book(tmp_path: Path, book: str, forks: int = 4) -> tuple[dict, dict]:
+    """Each container's run and its simulated target, by key."""
+    (tmp_path / "book.yml").write_text(textwrap.dedent(book))
+    (tmp_path / "inv.yml").write_text(INVENTORY)
+    inv = load_inventory(tmp_path / "inv.yml")
+    containers = list(inv.select("all"))
+    request = RunRequest(
+        tmp_path / "book.yml", inv, containers, ConnectOptions(), RunOptions(), forks=forks
+    )
+    fleets = []
+
+    def factory(containers, connect):  # noqa: ANN001, ANN202, ARG001
+        fleets.append(build_sim_fleet(containers, latency=0.0))
+        return fleets[-1]
+
+    runs = execute(prepare(request), fleet_factory=factory)
+    targets = {f"{t.node.name}/{t.ctid}": t for t in fleets[0].targets}
+    return {r.key: r for r in runs}, targets
+
+
+def names(run) -> list[str]:  # noqa: ANN001
+    return [t.name for t in run.tasks]
+
+
+RUN_ONCE = """
+- hosts: all
+  tasks:
+    - name: pick
+      set_fact: {picked: "{{ me }}"}
+      run_once: true
+    - name: remote
+      command: echo hi
+      register: out
+      run_once: true
+    - block:
+        - name: in a block
+          command: echo block
+      run_once: true
+    - name: show
+      debug: {msg: "{{ picked }} {{ out.rc }}"}
+"""
+
+
+@pytest.mark.parametrize("forks", [1, 4])
+def test_run_once_runs_in_the_first_container_and_its_values_reach_all(tmp_path, forks):
+    runs, targets = run_book(tmp_path, RUN_ONCE, forks)
+    first, *others = list(runs)
+    assert names(runs[first]) == ["pick", "remote", "in a block", "show"]
+    for key in others:
+        assert names(runs[key]) == ["show"], key  # not reported where it did not run
+        assert targets[key].calls == 0, key  # no remote call for it
+    assert targets[first].calls >= 2  # the lock, both commands, the release
+    assert {r.tasks[-1].msg for r in runs.values()} == {"a 0"}
+    assert all(r.status in ("ok", "changed") for r in runs.values())
+
+
+def test_a_failed_run_once_fails_every_container_and_earlier_failures_never_block(tmp_path):
+    runs, targets = run_book(
+        tmp_path,
+        """
+        - hosts: all
+          tasks:
+            - fail: {msg: early}
+              when: me == 'a'
+            - name: once
+              fail: {msg: "no from {{ me }}"}
+              run_once: true
+            - debug: {msg: after}
+        """,
+    )
+    assert runs["pve1/200"].message == "task 'fail' failed: early"
+    assert "no from b" in runs["pve1/201"].message  # the next active container ran it
+    for key in ("pve2/200", "pve2/201"):
+        assert runs[key].status == "failed"
+        assert runs[key].message == "task 'once' failed in pve1/201 (run_once)"
+
+
+def test_a_runner_that_raises_still_publishes_its_outcome():
+    flow = PlayFlow(["x", "y"])
+    flow.enter("x")
+    flow.enter("y")
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.append(flow.claim("t", "y")))
+    waiter.start()
+    assert flow.claim("t", "x") is None  # x is first in play order: it runs the task
+    flow.publish("t", Outcome("x", "failed", "boom"))
+    waiter.join(timeout=5)
+    assert got and got[0].status == "failed"
+
+
+def test_a_later_container_does_not_wait_for_one_that_left():
+    flow = PlayFlow(["x", "y"])
+    flow.enter("x")
+    flow.enter("y")
+    flow.leave("x")
+    assert flow.claim("t", "y") is None
+
+
+FLUSH = """
+- hosts: pve1
+  tasks:
+    - {name: one, command: "true", notify: h}
+    - meta: flush_handlers
+    - {name: two, command: "true"}
+    - {name: three, command: "true", notify: h}
+  handlers:
+    - {name: h, command: "true"}
+"""
+
+
+def test_flush_handlers_runs_notified_handlers_now_and_again_when_notified_later(tmp_path):
+    runs, _ = run_book(tmp_path, FLUSH)
+    assert names(runs["pve1/200"]) == ["one", "h", "two", "three", "h"]
+
+
+def test_end_host_ends_one_container_without_failing(tmp_path):
+    runs, _ = run_book(
+        tmp_path,
+        """
+        - hosts: all
+          tasks:
+            - debug: {msg: before}
+            - meta: end_host
+              when: me == 'b'
+            - debug: {msg: after}
+        """,
+    )
+    assert names(runs["pve1/201"]) == ["debug"] and runs["pve1/201"].status == "ok"
+    assert runs["pve1/201"].message.startswith("meta: end_host in pve1/201")
+    assert [len(r.tasks) for k, r in runs.items() if k != "pve1/201"] == [2, 2, 2]
+
+
+def test_end_play_stops_every_container_and_the_next_play_runs(tmp_path):
+    runs, _ = run_book(
+        tmp_path,
+        """
+        - hosts: all
+          tasks:
+            - meta: end_play
+            - debug: {msg: never}
+        - hosts: all
+          tasks:
+            - debug: {msg: next play}
+        """,
+    )
+    for run in runs.values():
+        assert [t.msg for t in run.tasks] == ["next play"]
+        assert run.status == "ok"
+
+
+SERIAL = """
+- hosts: all
+  serial: [1, "50%"]
+  max_fail_percentage: 0
+  tasks:
+    - fail: {msg: broken}
+      when: me == 'b'
+    - debug: {msg: done}
+- hosts: all
+  tasks:
+    - debug: {msg: second play}
+"""
+
+
+def test_serial_stops_after_a_batch_over_max_fail_percentage(tmp_path):
+    runs, targets = run_book(tmp_path, SERIAL)
+    # batches: [pve1/200], [pve1/201, pve2/200], [pve2/201]
+    assert runs["pve1/200"].status == "ok" and runs["pve1/201"].status == "failed"
+    assert runs["pve2/200"].status == "ok"  # same batch: it finished its play
+    assert runs["pve2/201"].status == "untouched" and not runs["pve2/201"].tasks
+    assert "batch 2: 1/2 failed, over max_fail_percentage 0" in runs["pve2/201"].message
+    assert all("second play" not in [t.msg for t in r.tasks] for r in runs.values())
+
+
+def test_any_errors_fatal_stops_the_other_containers_before_their_next_task(tmp_path):
+    runs, _ = run_book(
+        tmp_path,
+        """
+        - hosts: all
+          serial: 2
+          any_errors_fatal: true
+          tasks:
+            - fail: {msg: broken}
+              when: me == 'a'
+            - debug: {msg: next}
+        """,
+        forks=1,  # pve1/201 starts after pve1/200 failed: deterministic
+    )
+    assert runs["pve1/200"].status == "failed"
+    assert names(runs["pve1/201"]) == []
+    assert "any_errors_fatal: pve1/200 failed task 'fail'" in runs["pve1/201"].message
+    assert [runs[k].status for k in ("pve2/200", "pve2/201")] == ["untouched"] * 2
+
+
+def test_serial_without_failures_runs_every_batch(tmp_path):
+    runs, _ = run_book(tmp_path, SERIAL.replace("me == 'b'", "false"))
+    assert all([t.msg for t in r.tasks][-1] == "second play" for r in runs.values())
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("  tasks: [{meta: clear_facts}]", "meta action 'clear_facts' is not supported: facts"),
+        ("  tasks: [{meta: bogus}]", "meta action 'bogus' is not supported: known: flush"),
+        ("  serial: 0\n  tasks: []", "'serial': '0' is not a count"),
+        ("  serial: {a: 1}\n  tasks: []", "'serial' must be a count, a percentage or a list"),
+        ("  max_fail_percentage: 101\n  tasks: []", "'max_fail_percentage': must be a percen"),
+        ("  tasks: [{debug: {}, run_once: 1}]", "'run_once' must be true or false"),
+    ],
+)
+def test_bad_flow_keywords_are_refused_with_their_line(tmp_path, text, message):
+    book = tmp_path / "bad.yml"
+    book.write_text(f"- hosts: all\n{text}\n")
+    with pytest.raises(PlaybookError) as err:
+        load_playbook(book, known_args())
+    assert message in str(err.value) and f"{book}:" in str(err.value)
