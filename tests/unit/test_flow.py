@@ -196,10 +196,11 @@ SERIAL = """
 
 
 def test_serial_stops_after_a_batch_over_max_fail_percentage(tmp_path):
-    runs, targets = run_book(tmp_path, SERIAL)
+    runs, targets = run_book(tmp_path, SERIAL, forks=1)
     # batches: [pve1/200], [pve1/201, pve2/200], [pve2/201]
     assert runs["pve1/200"].status == "ok" and runs["pve1/201"].status == "failed"
-    assert runs["pve2/200"].status == "ok"  # same batch: it finished its play
+    # Same batch, started after the failure: stopped before its first task.
+    assert runs["pve2/200"].status == "untouched" and not runs["pve2/200"].tasks
     assert runs["pve2/201"].status == "untouched" and not runs["pve2/201"].tasks
     assert "batch 2: 1/2 failed, over max_fail_percentage 0" in runs["pve2/201"].message
     assert all("second play" not in [t.msg for t in r.tasks] for r in runs.values())
@@ -247,3 +248,19 @@ def test_bad_flow_keywords_are_refused_with_their_line(tmp_path, text, message):
     with pytest.raises(PlaybookError) as err:
         load_playbook(book, known_args())
     assert message in str(err.value) and f"{book}:" in str(err.value)
+
+
+def test_a_stopped_run_reports_the_containers_of_later_plays_untouched(tmp_path):
+    runs, _ = run_book(
+        tmp_path,
+        """
+        - hosts: pve1
+          tasks:
+            - fail: {msg: broken}
+        - hosts: pve2
+          tasks:
+            - debug: {msg: never}
+        """,
+    )
+    assert [runs[k].status for k in ("pve2/200", "pve2/201")] == ["untouched"] * 2
+    assert "every container failed" in runs["pve2/200"].message

@@ -172,8 +172,11 @@ def execute(
     try:
         for play, containers in prepared.plays:
             alive = [c for c in containers if runs[c.key].status in SUCCESS]
-            if _run_play(request, play, alive, targets, runs, journal, on_result):
-                break  # as Ansible: a play stopped by its failures ends the run
+            stopped = _run_play(request, play, alive, targets, runs, journal, on_result)
+            if stopped:  # as Ansible: a play stopped by its failures ends the run
+                idle = [r for r in runs.values() if not r.tasks and r.status in SUCCESS]
+                _not_reached(idle, play, stopped, stopped)
+                break
     finally:
         fleet.close()
     for run in runs.values():
