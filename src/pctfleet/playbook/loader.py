@@ -23,6 +23,7 @@ from typing import Any
 
 from pctfleet.errors import PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
+from pctfleet.playbook import delegation
 from pctfleet.playbook.templating import syntax_problem
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
 
@@ -46,12 +47,16 @@ TASK_KEYWORDS = (
     "vars",
     "loop",
     "loop_control",
+    "delegate_to",
+    "check_mode",
+    "diff",
     *(f"with_{kind}" for kind in ("items", "list", "dict", "sequence", "fileglob")),
 )
 HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
 IMPORT_KEYWORDS = ("name", "tags", "when")
 BLOCK_KEYWORDS = (
-    "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log", "become"
+    "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log",
+    "become", "check_mode", "diff",
 )  # fmt: skip
 LOOP_KEYS = ("loop", "with_items", "with_list", "with_dict", "with_sequence", "with_fileglob")
 LOOP_CONTROL_KEYS = ("loop_var", "index_var", "label", "pause", "extended")
@@ -84,8 +89,7 @@ UNSUPPORTED = {
     "rescue": "'rescue' belongs to a block (block: [...], rescue: [...])",
     "always": "'always' belongs to a block (block: [...], always: [...])",
     "vars_prompt": "vars_prompt is not supported: runs are unattended, pass values with -e",
-    "delegate_to": "delegate_to is not supported: tasks run in the container",
-    "local_action": "local_action is not supported",
+    "delegate_facts": "delegate_facts is not supported: a delegated task's facts stay its own",
     "run_once": "run_once is not supported",
     "become_user": "become_user is not supported: tasks run as root through pct exec",
     "async": "async is not supported: use 'timeout'",
@@ -124,6 +128,9 @@ class Task:
     params: dict[str, Any] = field(default_factory=dict)
     role: str = ""  # the role the task came from (its name is shown as "role : name")
     include: Any = None  # include_tasks/include_role: what expand_include needs
+    delegate_to: str | None = None  # set: runs on this machine (see delegation.py)
+    check_mode: bool | None = None  # None: the run's --check
+    diff: bool | None = None  # None: the run's --diff
 
 
 @dataclass(frozen=True)
@@ -377,7 +384,7 @@ def _module_key(reader: _Reader, m: YamlMap, keywords: Sequence[str], ctx: str) 
         if key.startswith("with_"):
             known = ", ".join(LOOP_KEYS)
             raise _fail(f"{key!r} is not supported (loops: {known})", m, key, ctx)
-        if reader.canonical(key) is None and key not in _import_names():
+        if reader.canonical(key) is None and key not in (*_import_names(), "local_action"):
             choices = [*keywords, *reader.known]
             raise _fail(
                 f"unknown module or keyword {key!r}{did_you_mean(key, choices)}", m, key, ctx
@@ -403,11 +410,13 @@ def _import_names() -> set[str]:
     return {f"{p}{name}" for name in IMPORT_MODULES for p in ("", *FQCN_PREFIXES)}
 
 
-def _module_args(reader: _Reader, m: YamlMap, key: str, module: str, ctx: str) -> dict:
-    raw = m[key]
+def _module_args(
+    reader: _Reader, m: YamlMap, key: str, module: str, ctx: str, raw: Any = ...
+) -> dict:
+    raw = m[key] if raw is ... else raw
     if raw is None:
         args: dict[str, Any] = {}
-    elif isinstance(raw, YamlMap):
+    elif isinstance(raw, dict):  # a YamlMap, or local_action's `module=x k=v` words
         args = plain(raw)
     elif isinstance(raw, str) and module in FREE_FORM_MODULES:
         args = {FREE_FORM_MODULES[module]: raw}
@@ -512,6 +521,9 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
         environment=environment,
         vars=_scoped_vars(m, ctx),
         loop=_loop(m, ctx),
+        delegate_to=_text(m, "delegate_to", ctx),
+        check_mode=_bool(m, "check_mode", ctx, None),
+        diff=_bool(m, "diff", ctx, None),
     )
 
 
@@ -578,16 +590,39 @@ def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list:
 
             return roles.import_role(reader, m, key, handler, ctx)
         return _import(reader, m, key, handler, ctx)
-    module = reader.canonical(key)
-    assert module is not None  # _module_key refused unknown modules
     fields = _task_fields(m, ctx)
+    module, raw = _local_action(reader, m, key, fields, ctx)
     name = _text(m, "name", ctx, module) or module
     _check_jinja(name, m, "name", ctx)
     loc = m.where()
-    args = _module_args(reader, m, key, module, ctx)
+    args = _module_args(reader, m, key, module, ctx, raw)
     if handler:
         return [Handler(name, module, args, listen=_str_list(m, "listen", ctx), loc=loc, **fields)]
     return [Task(name, module, args, loc=loc, **fields)]
+
+
+def _local_action(reader: _Reader, m: YamlMap, key: str, fields: dict, ctx: str) -> tuple:
+    """The module and raw arguments of the task; `local_action` delegates it to localhost."""
+    module, raw = reader.canonical(key), ...
+    if key == "local_action":
+        if "delegate_to" in m:
+            both = "'delegate_to' and 'local_action' exclude each other"
+            raise _fail(both, m, "delegate_to", ctx)
+        try:
+            module, raw = delegation.split_local_action(m[key], reader.canonical)
+        except PlaybookError as exc:
+            raise _fail(exc.message, m, key, ctx) from None
+        fields["delegate_to"] = "localhost"
+    assert module is not None  # _module_key refused unknown modules
+    _check_delegation(m, "delegate_to" if "delegate_to" in m else key, module, fields, ctx)
+    return module, raw
+
+
+def _check_delegation(m: YamlMap, key: str, module: str, fields: dict, ctx: str) -> None:
+    if fields.get("delegate_to") is not None:
+        problem = delegation.delegate_problem(fields["delegate_to"], module)
+        if problem:
+            raise _fail(problem, m, key, ctx)
 
 
 def _parse_block(reader: _Reader, m: YamlMap, handler: bool, ctx: str) -> Block:
@@ -607,6 +642,8 @@ def _parse_block(reader: _Reader, m: YamlMap, handler: bool, ctx: str) -> Block:
         vars=_scoped_vars(m, ctx),
         ignore_errors=_bool(m, "ignore_errors", ctx, None),
         no_log=_bool(m, "no_log", ctx, None),
+        check_mode=_bool(m, "check_mode", ctx, None),
+        diff=_bool(m, "diff", ctx, None),
     )
     name = _text(m, "name", ctx, "block") or "block"
     return Block(name, **{k: inherit.apply(v) for k, v in parts.items()}, loc=m.where())
@@ -621,6 +658,8 @@ class _Inherit:
     vars: dict[str, Any] = field(default_factory=dict)
     ignore_errors: bool | None = None
     no_log: bool | None = None
+    check_mode: bool | None = None
+    diff: bool | None = None
 
     def apply(self, nodes: list) -> list:
         out: list = []
@@ -638,6 +677,8 @@ class _Inherit:
                     vars={**self.vars, **node.vars},
                     ignore_errors=_first(node.ignore_errors, self.ignore_errors),
                     no_log=_first(node.no_log, self.no_log),
+                    check_mode=_first(node.check_mode, self.check_mode),
+                    diff=_first(node.diff, self.diff),
                 )
             )
         return out
@@ -746,6 +787,7 @@ def _include_task(
     _check_args(reader, args, [raw] if isinstance(raw, YamlMap) else [], m, key, kind, ctx)
     _check_jinja(args, m, key, ctx)
     fields = _task_fields(m, ctx)
+    _check_delegation(m, "delegate_to", kind, fields, ctx)
     name = _text(m, "name", ctx, kind) or kind
     current = reader.imports[-1] if reader.imports else reader.path
     include = Include(reader, current, handler)
