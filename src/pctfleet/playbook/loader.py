@@ -23,6 +23,7 @@ from typing import Any
 
 from pctfleet.errors import InputError, PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
+from pctfleet.playbook import delegation
 from pctfleet.playbook.templating import syntax_problem
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
 from pctfleet.run.batches import parse_serial
@@ -50,6 +51,9 @@ TASK_KEYWORDS = (
     "loop_control",
     "run_once",
     "any_errors_fatal",
+    "delegate_to",
+    "check_mode",
+    "diff",
     *(f"with_{kind}" for kind in ("items", "list", "dict", "sequence", "fileglob")),
 )
 HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
@@ -57,6 +61,7 @@ IMPORT_KEYWORDS = ("name", "tags", "when")
 BLOCK_KEYWORDS = (
     "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log",
     "become", "run_once", "any_errors_fatal",
+    "become", "check_mode", "diff",
 )  # fmt: skip
 LOOP_KEYS = ("loop", "with_items", "with_list", "with_dict", "with_sequence", "with_fileglob")
 LOOP_CONTROL_KEYS = ("loop_var", "index_var", "label", "pause", "extended")
@@ -100,8 +105,7 @@ UNSUPPORTED = {
     "rescue": "'rescue' belongs to a block (block: [...], rescue: [...])",
     "always": "'always' belongs to a block (block: [...], always: [...])",
     "vars_prompt": "vars_prompt is not supported: runs are unattended, pass values with -e",
-    "delegate_to": "delegate_to is not supported: tasks run in the container",
-    "local_action": "local_action is not supported",
+    "delegate_facts": "delegate_facts is not supported: a delegated task's facts stay its own",
     "become_user": "become_user is not supported: tasks run as root through pct exec",
     "async": "async is not supported: use 'timeout'",
     "import_playbook": "import_playbook is not supported: run the playbooks one after another",
@@ -141,6 +145,9 @@ class Task:
     include: Any = None  # include_tasks/include_role: what expand_include needs
     run_once: bool | None = None  # None: not written (a block's value applies)
     any_errors_fatal: bool | None = None  # None: the block's, else the play's
+    delegate_to: str | None = None  # set: runs on this machine (see delegation.py)
+    check_mode: bool | None = None  # None: the run's --check
+    diff: bool | None = None  # None: the run's --diff
 
 
 @dataclass(frozen=True)
@@ -397,7 +404,7 @@ def _module_key(reader: _Reader, m: YamlMap, keywords: Sequence[str], ctx: str) 
         if key.startswith("with_"):
             known = ", ".join(LOOP_KEYS)
             raise _fail(f"{key!r} is not supported (loops: {known})", m, key, ctx)
-        if reader.canonical(key) is None and key not in _import_names():
+        if reader.canonical(key) is None and key not in (*_import_names(), "local_action"):
             choices = [*keywords, *reader.known]
             raise _fail(
                 f"unknown module or keyword {key!r}{did_you_mean(key, choices)}", m, key, ctx
@@ -423,11 +430,13 @@ def _import_names() -> set[str]:
     return {f"{p}{name}" for name in IMPORT_MODULES for p in ("", *FQCN_PREFIXES)}
 
 
-def _module_args(reader: _Reader, m: YamlMap, key: str, module: str, ctx: str) -> dict:
-    raw = m[key]
+def _module_args(
+    reader: _Reader, m: YamlMap, key: str, module: str, ctx: str, raw: Any = ...
+) -> dict:
+    raw = m[key] if raw is ... else raw
     if raw is None:
         args: dict[str, Any] = {}
-    elif isinstance(raw, YamlMap):
+    elif isinstance(raw, dict):  # a YamlMap, or local_action's `module=x k=v` words
         args = plain(raw)
     elif isinstance(raw, str) and module in FREE_FORM_MODULES:
         args = {FREE_FORM_MODULES[module]: raw}
@@ -534,6 +543,9 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
         loop=_loop(m, ctx),
         run_once=_bool(m, "run_once", ctx, None),
         any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
+        delegate_to=_text(m, "delegate_to", ctx),
+        check_mode=_bool(m, "check_mode", ctx, None),
+        diff=_bool(m, "diff", ctx, None),
     )
 
 
@@ -600,18 +612,41 @@ def _parse_task(reader: _Reader, m: YamlMap, handler: bool) -> list:
 
             return roles.import_role(reader, m, key, handler, ctx)
         return _import(reader, m, key, handler, ctx)
-    module = reader.canonical(key)
-    assert module is not None  # _module_key refused unknown modules
     fields = _task_fields(m, ctx)
+    module, raw = _local_action(reader, m, key, fields, ctx)
     name = _text(m, "name", ctx, module) or module
     _check_jinja(name, m, "name", ctx)
     loc = m.where()
-    args = _module_args(reader, m, key, module, ctx)
+    args = _module_args(reader, m, key, module, ctx, raw)
     if module == "meta":
         _check_meta(args, m, key, ctx)
     if handler:
         return [Handler(name, module, args, listen=_str_list(m, "listen", ctx), loc=loc, **fields)]
     return [Task(name, module, args, loc=loc, **fields)]
+
+
+def _local_action(reader: _Reader, m: YamlMap, key: str, fields: dict, ctx: str) -> tuple:
+    """The module and raw arguments of the task; `local_action` delegates it to localhost."""
+    module, raw = reader.canonical(key), ...
+    if key == "local_action":
+        if "delegate_to" in m:
+            both = "'delegate_to' and 'local_action' exclude each other"
+            raise _fail(both, m, "delegate_to", ctx)
+        try:
+            module, raw = delegation.split_local_action(m[key], reader.canonical)
+        except PlaybookError as exc:
+            raise _fail(exc.message, m, key, ctx) from None
+        fields["delegate_to"] = "localhost"
+    assert module is not None  # _module_key refused unknown modules
+    _check_delegation(m, "delegate_to" if "delegate_to" in m else key, module, fields, ctx)
+    return module, raw
+
+
+def _check_delegation(m: YamlMap, key: str, module: str, fields: dict, ctx: str) -> None:
+    if fields.get("delegate_to") is not None:
+        problem = delegation.delegate_problem(fields["delegate_to"], module)
+        if problem:
+            raise _fail(problem, m, key, ctx)
 
 
 def _parse_block(reader: _Reader, m: YamlMap, handler: bool, ctx: str) -> Block:
@@ -633,6 +668,8 @@ def _parse_block(reader: _Reader, m: YamlMap, handler: bool, ctx: str) -> Block:
         no_log=_bool(m, "no_log", ctx, None),
         run_once=_bool(m, "run_once", ctx, None),
         any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
+        check_mode=_bool(m, "check_mode", ctx, None),
+        diff=_bool(m, "diff", ctx, None),
     )
     name = _text(m, "name", ctx, "block") or "block"
     return Block(name, **{k: inherit.apply(v) for k, v in parts.items()}, loc=m.where())
@@ -649,6 +686,8 @@ class _Inherit:
     no_log: bool | None = None
     run_once: bool | None = None
     any_errors_fatal: bool | None = None
+    check_mode: bool | None = None
+    diff: bool | None = None
 
     def apply(self, nodes: list) -> list:
         out: list = []
@@ -668,6 +707,8 @@ class _Inherit:
                     no_log=_first(node.no_log, self.no_log),
                     run_once=_first(node.run_once, self.run_once),
                     any_errors_fatal=_first(node.any_errors_fatal, self.any_errors_fatal),
+                    check_mode=_first(node.check_mode, self.check_mode),
+                    diff=_first(node.diff, self.diff),
                 )
             )
         return out
@@ -776,6 +817,7 @@ def _include_task(
     _check_args(reader, args, [raw] if isinstance(raw, YamlMap) else [], m, key, kind, ctx)
     _check_jinja(args, m, key, ctx)
     fields = _task_fields(m, ctx)
+    _check_delegation(m, "delegate_to", kind, fields, ctx)
     name = _text(m, "name", ctx, kind) or kind
     current = reader.imports[-1] if reader.imports else reader.path
     include = Include(reader, current, handler)

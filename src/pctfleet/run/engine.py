@@ -20,9 +20,11 @@ from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, Plan, q
+from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.loader import Block, expand_include, select_tasks
 from pctfleet.playbook.loops import loop_items, loop_vars
 from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
+from pctfleet.run.delegate import Controller, delegated, modes
 from pctfleet.run.journal import new_run_id
 from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
 from pctfleet.run.playflow import Outcome, PlayEnded, PlayFlow
@@ -102,6 +104,7 @@ class ContainerEngine:
         self.stop = stop or threading.Event()
         self.lock = RunLock(target, options.run_id, options.lock_lease, options.lock_wait)
         self.pending_extras = {key: make(variables) for key, make in options.extra_probes.items()}
+        self.controller = Controller()  # where delegated tasks run
 
     # -- the play ---------------------------------------------------------
 
@@ -140,6 +143,7 @@ class ContainerEngine:
                 self.flow.failed(self.run.key, self.failed_task)
             self.flow.leave(self.run.key)
             self.run.remote_calls = self.target.calls
+            self.run.local_calls = self.controller.calls
             self.run.duration += time.monotonic() - started
             self.run.finished_at = time.time()
 
@@ -313,12 +317,12 @@ class ContainerEngine:
         args = self._args(task, where, scope)
         attempts = max(1, int(task.retries or 0) + 1) if task.until else 1
         for attempt in range(attempts):
-            plan = self._plan(module, key, args, remaining)
+            plan = self._plan(module, key, args, remaining, task)
             try:
                 status, registered = self._apply(module, task, args, plan, scope)
             except Replan:
                 self.facts = None
-                plan = self._plan(module, key, args, remaining)
+                plan = self._plan(module, key, args, remaining, task)
                 status, registered = self._apply(module, task, args, plan, scope)
             registered = unsafe(registered)  # what the container said is data, not a template
             status = self._judge(task, status, registered, where, scope)
@@ -399,13 +403,17 @@ class ContainerEngine:
         return condition(task.until, scope, where=where)
 
     def _args(self, task: Any, where: str, scope: dict) -> Any:
+        check_rendered(task, scope, where)
         raw = render(dict(task.args), scope, where=where)
         return REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, scope), where)
 
-    def _plan(self, module: Any, key: str, args: dict, remaining: list) -> Plan:
-        snippet = None if module.controller else module.probe(args, self.options.diff)
+    def _plan(self, module: Any, key: str, args: dict, remaining: list, task: Any) -> Plan:
+        check, diff = modes(task, self.options)
+        snippet = None if module.controller else module.probe(args, diff)
+        if snippet and delegated(task):  # read on this machine, never in the container's probe
+            return module.decide(args, self.controller.fact(snippet), check)
         fact = self._fact_for(key, snippet, remaining) if snippet else None
-        return module.decide(args, fact, self.options.check)
+        return module.decide(args, fact, check)
 
     # -- facts ------------------------------------------------------------
 
@@ -431,7 +439,7 @@ class ContainerEngine:
     def _try_snippets(self, task: Any) -> dict[str, str]:
         """The probe snippets of the task (of each loop item) whose args render now."""
         module = REGISTRY.get(task.module)
-        if module is None or module.controller:
+        if module is None or module.controller or delegated(task):
             return {}
         scopes = {f"t{id(task)}": self._scope(task)}
         if task.loop is not None:
@@ -451,7 +459,7 @@ class ContainerEngine:
                 args = self._args(task, task.loc, scope)
             except Exception:  # noqa: BLE001 - depends on a later result: probe it when reached
                 continue
-            snippet = module.probe(args, self.options.diff)
+            snippet = module.probe(args, modes(task, self.options)[1])
             if snippet:
                 out[key] = snippet
         return out
@@ -471,14 +479,15 @@ class ContainerEngine:
             return "failed", registered
         if not plan.changed:
             return "ok", {**registered, "rc": 0, "stdout": "", "stderr": ""}
-        if self.options.check:
+        if modes(task, self.options)[0]:
             return ("skipped" if plan.skip_in_check else "changed"), registered
+        local = delegated(task)  # a change on this machine leaves the container's facts
         try:
             rc, out, err = self._execute(task, plan, scope)
         except TransferError as exc:
-            self.facts = None
+            self.facts = self.facts if local else None
             return "failed", {**registered, "failed": True, "msg": exc.message}
-        self.facts = None  # the change may have altered what later tasks read
+        self.facts = self.facts if local else None  # the change may alter what later tasks read
         registered.update(module.finish(args, plan, rc, out, err))
         if registered.get("failed"):
             return "failed", registered
@@ -487,11 +496,13 @@ class ContainerEngine:
 
     def _execute(self, task: Any, plan: Plan, scope: dict) -> tuple[int, str, str]:
         timeout = float(task.timeout) if task.timeout else None
-        if not self.lock.held and self.lock.acquire():
+        local = delegated(task)  # the run lock guards the container, not this machine
+        target = self.controller.target if local else self.target
+        if not local and not self.lock.held and self.lock.acquire():
             raise Replan()  # we waited for another run: what we read may be stale
         for item in plan.pushes:
             push(
-                self.target,
+                target,
                 item.content,
                 item.dest,
                 mode=item.mode,
@@ -503,12 +514,11 @@ class ContainerEngine:
         where = f"{task.loc}: task '{task.name}'"
         environment = render(dict(task.environment or {}), scope, where=where)
         env = "".join(f"export {k}={q(v)}\n" for k, v in environment.items())
-        result = self.target.run(
-            ["/bin/sh", "-c", self.lock.wrap(env + plan.script), "pctfleet-task"],
-            stdin=plan.stdin,
-            timeout=timeout,
+        script = env + plan.script if local else self.lock.wrap(env + plan.script)
+        result = target.run(
+            ["/bin/sh", "-c", script, "pctfleet-task"], stdin=plan.stdin, timeout=timeout
         )
-        if busy(result):  # another run took the lock over while we paused: stop here
+        if not local and busy(result):  # another run took the lock over while we paused: stop here
             raise TaskFailed(holder(result))
         return result.exit_code, _text(result.stdout), _text(result.stderr)
 
@@ -545,7 +555,7 @@ class ContainerEngine:
             self.notified.extend(n for n in task.notify if n not in self.notified)
         msg = registered.get("msg") or plan.msg or ""
         result = self._result(task, status, str(msg), handler, started)
-        result.diff = plan.diff if (self.options.diff and plan.changed) else None
+        result.diff = plan.diff if (modes(task, self.options)[1] and plan.changed) else None
         result.result = {k: v for k, v in registered.items() if k != "ansible_facts"}
         result.details = {k: v for k, v in registered.items() if k not in _NOT_DETAILS}
         return self._redacted(task, result, scope)

@@ -16,6 +16,7 @@ from pctfleet.errors import InputError
 from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
+from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.loader import leaves, load_playbook, select_tasks
 from pctfleet.playbook.loops import item_scopes
 from pctfleet.playbook.templating import condition, names_reached, redact, render
@@ -109,6 +110,7 @@ def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> No
             return  # skipped here: its arguments may rely on what is not defined
         raw = render(dict(task.args), variables, where=where)
         if not waits:
+            check_rendered(task, variables, where)
             REGISTRY[task.module].prepare(raw, Context(base_dir, variables), where)
     except InputError as exc:
         if waits:
@@ -124,6 +126,7 @@ def _reads_any(task: Any, variables: dict, names: Any) -> bool:
     templates: a name merely appearing in a path is no reference."""
     reached = names_reached(dict(task.args), variables)
     reached |= names_reached(task.when, variables, expression=True)
+    reached |= names_reached(task.delegate_to or "", variables)
     return not reached.isdisjoint(names)
 
 

@@ -48,7 +48,8 @@ class ContainerRun:
     name: str | None = None
     status: Status = Status.OK  # ok, changed, failed, interrupted or one of UNREACHED
     message: str = ""
-    remote_calls: int = 0
+    remote_calls: int = 0  # calls into the container
+    local_calls: int = 0  # delegated tasks' calls on this machine
     duration: float = 0.0
     tasks: list[TaskResult] = field(default_factory=list)
     extra_facts: dict[str, str] = field(default_factory=dict)
@@ -76,7 +77,7 @@ class ContainerRun:
     def as_json(self) -> dict:
         return json_fields(
             self,
-            "node ctid name status message stats remote_calls "
+            "node ctid name status message stats remote_calls local_calls "
             "duration started_at finished_at tasks",
             digits=3,
             stats=self.stats(),
