@@ -16,6 +16,7 @@ from pctfleet.cli.options import (
     Output,
     Run,
     Selection,
+    Where,
     default_playbook,
 )
 from pctfleet.status import exit_code
@@ -37,6 +38,7 @@ class Baseline:
     base=Baseline,
     out=use(Output, "as_json"),
     conn=Connection,
+    where=Where,
 )
 def audit_command(
     *,
@@ -49,10 +51,13 @@ def audit_command(
     forks: Forks = 10,
     out: Output,
     conn: Connection,
+    where: Where,
 ) -> int:
     """Find drift: the playbook in check mode plus a fingerprint, one pct exec per container.
 
     Example: pctfleet audit -i inventory/prod.yml
+
+    This machine instead (no SSH, no pct, one local probe): pctfleet audit --local
 
     Each container gets the tasks that would change (expected vs actual) and,
     once a baseline was recorded (--baseline), every version, link, overlay
@@ -65,7 +70,7 @@ def audit_command(
     from pctfleet.cuda import audit as drift
     from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
-    inv, containers = sel.select()
+    inv, containers = where.select(sel)
     probes = {"fingerprint": drift.fingerprint_snippet, "stale": drift.stale_snippet}
     options = run.run_options(check=True, diff=True, extra_probes=probes)
     request = RunRequest(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import typer
 
 from pctfleet.cli.groups import flag, grouped, opt, use
-from pctfleet.cli.options import Connection, Forks, Output, Selection
+from pctfleet.cli.options import Connection, Forks, Output, Selection, Where
 from pctfleet.status import exit_code
 
 
@@ -15,7 +15,6 @@ from pctfleet.status import exit_code
 class Diagnose:
     """What doctor looks at, and where (its own options)."""
 
-    local: bool = flag("--local", "Diagnose this machine instead (no SSH, no pct).")
     venv: str | None = opt("--venv", "Serving venv.", shown="the 'venv' var, else /opt/sglang")
     arch: str | None = opt("--arch", "Target arch, e.g. sm_120.", shown="the GPU's, else sm_120")
     cuda_toolkit: str | None = opt(
@@ -41,13 +40,22 @@ class Diagnose:
     what=Diagnose,
     out=use(Output, "as_json"),
     conn=Connection,
+    where=Where,
 )
 def doctor_command(
-    *, sel: Selection, what: Diagnose, forks: Forks = 10, out: Output, conn: Connection
+    *,
+    sel: Selection,
+    what: Diagnose,
+    forks: Forks = 10,
+    out: Output,
+    conn: Connection,
+    where: Where,
 ) -> int:
     """Why would flashinfer's JIT fail here? Checks every toolchain rule, compiles a probe.
 
     Example: pctfleet doctor --host 10.1.2.6 --ct 200
+
+    This machine instead (no SSH, no pct): pctfleet doctor --local --venv /opt/venv
 
     Reports every component's version (pip metadata and binaries), each rule
     with its evidence, the compile probe, known errors in the server's log, and
@@ -58,7 +66,7 @@ def doctor_command(
     from pctfleet.cli.report import make_console
     from pctfleet.cuda.doctor import run_doctor
 
-    inv, containers = (None, []) if what.local else sel.select()
+    inv, containers = where.select(sel)
     diagnoses = run_doctor(inv, containers, conn.options(), what.overrides(), forks)
     if out.as_json:
         typer.echo(to_json(diagnoses))

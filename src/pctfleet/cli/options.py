@@ -121,6 +121,55 @@ class Connection:
         )
 
 
+CONNECTIONS = ("ssh", "local")
+
+
+@dataclass
+class Where:
+    """How the hosts are reached: over SSH and pct (the default), or this machine itself."""
+
+    panel: ClassVar[str] = CONN
+
+    connection: str = opt(
+        "--connection -c",
+        "'ssh': containers on Proxmox nodes (SSH, pct exec). 'local': this machine, no "
+        "inventory (host 'localhost' on node 'local', ctid 0; vars from the playbook and -e).",
+        "ssh",
+    )
+    local: bool = flag("--local", "Short for --connection local.")
+
+    @property
+    def is_local(self) -> bool:
+        if self.connection not in CONNECTIONS:
+            raise fail(
+                f"--connection: {self.connection!r} is not one of {', '.join(CONNECTIONS)}",
+                exitcodes.BAD_OPTIONS,
+            )
+        return self.local or self.connection == "local"
+
+    def select(self, sel: Selection):
+        """`sel.select()`, or this machine alone; an inventory or a container with it is refused."""
+        if not self.is_local:
+            return sel.select()
+        given = (
+            ("-i", sel.inventory),
+            ("--host", sel.host),
+            ("--ct", sel.ct),
+            ("--limit", sel.limit),
+        )
+        named = [name for name, value in given if value]
+        if named:
+            raise fail(
+                f"--connection local works on this machine only: drop {', '.join(named)}",
+                exitcodes.BAD_OPTIONS,
+            )
+        from pctfleet.inventory.local import local_inventory
+
+        sel.unlock()  # vaulted playbook vars still need their password
+        inventory = local_inventory()
+        return inventory, inventory.containers
+
+
 @dataclass
 class Run:
     """What of a playbook runs, and how."""

@@ -17,6 +17,7 @@ from pctfleet.cli.options import (
     Output,
     Run,
     Selection,
+    Where,
     default_playbook,
     fail,
 )
@@ -24,18 +25,23 @@ from pctfleet.status import exit_code
 from pctfleet.textout import line
 
 
-@grouped(sel=Selection, run=Run, out=Output, lock=Lock, conn=Connection)
+@grouped(sel=Selection, run=Run, out=Output, lock=Lock, conn=Connection, where=Where)
 def run_command(
     playbook: Annotated[Path, typer.Argument(help="Playbook YAML.", show_default=False)],
     *,
     sel: Selection,
     run: Run,
     forks: Forks = 10,
-    **rest: Any,  # out, lock, conn
+    **rest: Any,  # out, lock, conn, where
 ) -> int:
     """Bring containers to the state a playbook declares.
 
     Example: pctfleet run playbooks/site.yml -i inventory/prod.yml --check --diff
+
+    On this machine instead (no SSH, no pct, no inventory; Ansible's
+    connection: local): pctfleet run site.yml --local -e venv=/opt/venv.
+    The host is 'localhost' on node 'local' (ctid 0) and every play runs on it;
+    -i, --host, --ct and --limit are refused with --local.
 
     Exit codes: 0 success, 2 a task failed, 3 a container was unreachable
     (node down, container missing or stopped, timeout), 4 bad inventory,
@@ -50,6 +56,7 @@ def run_command(
     out=Output,
     lock=Lock,
     conn=use(Connection, timeout=1800.0),
+    where=Where,
 )
 def provision_command(
     sel: Selection,
@@ -59,11 +66,13 @@ def provision_command(
     *,
     run: Run,
     forks: Forks = 10,
-    **rest: Any,  # out, lock, conn
+    **rest: Any,  # out, lock, conn, where
 ) -> int:
     """Provision one container with the full GPU serving setup (playbooks/site.yml).
 
     Example: provision --host 10.1.2.6 --ct 200
+
+    This machine instead: provision --local -e venv=/opt/venv --tags toolchain,overlay,links
 
     Same options and exit codes as 'pctfleet run'.
     """
@@ -80,6 +89,7 @@ def playbook_run(
     out: Output,
     lock: Lock,
     conn: Connection,
+    where: Where,
 ) -> int:
     """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
     from pctfleet.cli import report
@@ -88,7 +98,7 @@ def playbook_run(
 
     if not playbook.is_file():
         raise fail(f"playbook not found: {playbook}", exitcodes.BAD_OPTIONS)
-    inv, containers = sel.select()
+    inv, containers = where.select(sel)
     options = run.run_options(lock_wait=lock.lock_wait, lock_lease=lock.lock_lease)
     request = RunRequest(playbook, inv, containers, conn.options(), options, forks)
     prepared = prepare(request)

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from pctfleet.cli.groups import grouped, opt, use
-from pctfleet.cli.options import Connection, Forks, Output, Run, Selection, fail
+from pctfleet.cli.options import Connection, Forks, Output, Run, Selection, Where, fail
 from pctfleet.status import exit_code
 
 
@@ -29,6 +29,7 @@ class Checks:
     run=use(Run, "extra_vars"),
     out=use(Output, "as_json"),
     conn=use(Connection, timeout=120.0),
+    where=Where,
 )
 def verify_command(
     *,
@@ -38,10 +39,14 @@ def verify_command(
     forks: Forks = 10,
     out: Output,
     conn: Connection,
+    where: Where,
 ) -> int:
     """Prove each container's end state with testinfra checks over pct (changes nothing).
 
     Example: pctfleet verify -i inventory/prod.yml -k server
+
+    This machine instead, through testinfra's local backend (no SSH, no pct):
+    pctfleet verify --local -e venv=/opt/venv -k 'toolchain or links'
 
     Checks the matched toolchain, the links, the CCCL overlay, the JIT cache
     and the server (PID, port, /health), with each container's inventory vars
@@ -55,7 +60,7 @@ def verify_command(
     from pctfleet.inventory import parse_extra_vars
     from pctfleet.verify.runner import VerifyRequest, VerifyUsageError, render, run_verify, to_json
 
-    inv, containers = sel.select()
+    inv, containers = where.select(sel)
     request = VerifyRequest(
         inv,
         containers,

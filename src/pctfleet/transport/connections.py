@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pctfleet.inventory.local import LocalNode
+from pctfleet.transport.base import Target
+from pctfleet.transport.local import LocalTarget
 from pctfleet.transport.options import ConnectOptions, ssh_option_pairs, with_overrides
 from pctfleet.transport.pct import PctTarget
 from pctfleet.transport.ssh import NodePool
@@ -15,7 +18,7 @@ class Fleet:
     """The targets of one run and the pool their connections live in."""
 
     pool: NodePool
-    targets: list[PctTarget]
+    targets: list[Target]
 
     def close(self) -> None:
         self.pool.close()
@@ -45,11 +48,17 @@ def node_options(node, cli: ConnectOptions) -> ConnectOptions:  # noqa: ANN001
 
 
 def build_fleet(containers: Iterable, cli: ConnectOptions) -> Fleet:
-    """One PctTarget per container; containers of one node share its connection."""
+    """One PctTarget per container; containers of one node share its connection.
+
+    The host of `--connection local` gets a LocalTarget: no SSH, no pct.
+    """
     pool = NodePool()
-    targets = []
+    targets: list[Target] = []
     for container in containers:
         node = container.node
+        if isinstance(node, LocalNode):
+            targets.append(LocalTarget(container.key, cli.command_timeout))
+            continue
         connection = pool.get(node.name, node.address, node_options(node, cli))
         targets.append(PctTarget(connection, container.ctid))
     return Fleet(pool, targets)

@@ -29,13 +29,15 @@ def _feed(process: subprocess.Popen, stdin: Stdin) -> None:
 class LocalTarget(Target):
     """This machine. Used by the GPU proof and by `--local` runs."""
 
-    def __init__(self, name: str = "local") -> None:
+    def __init__(self, name: str = "local", timeout: float | None = None) -> None:
         self.name = name
         self.calls = 0
+        self.timeout = timeout  # a call's limit when it names none, like --timeout over SSH
 
     def _run(
         self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
     ) -> tuple[int, float]:
+        timeout = self.timeout if timeout is None else timeout
         started = time.monotonic()
         process = subprocess.Popen(
             argv,

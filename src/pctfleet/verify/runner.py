@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pctfleet import exitcodes
+from pctfleet.inventory.local import LocalNode
 from pctfleet.jsonfields import json_fields
 from pctfleet.status import ContainerOutcome
 from pctfleet.transport.connections import node_options
@@ -33,6 +34,8 @@ from pctfleet.verify import SETTINGS, UNAVAILABLE
 
 INFRA = Path(__file__).resolve().parent.parent / "infra"
 STATUSES = ("passed", "failed", *UNAVAILABLE)
+LOCAL_SPEC = "local://"  # testinfra's local backend: commands run on this machine
+LOCAL_HOST_ID = "local"  # what that backend calls its host
 
 
 class VerifyUsageError(Exception):
@@ -132,23 +135,41 @@ def host_spec(node: Any, ctid: int, options: ConnectOptions, settings: Mapping[s
     return f"pct://{user}{address}{port}?{urllib.parse.urlencode(query)}"
 
 
-def _specs(request: VerifyRequest) -> list[str]:
-    specs = []
+def local_options(settings: Mapping[str, str]) -> list[str]:
+    """testinfra's local:// carries no settings in its URL: they go as --pct-NAME options.
+
+    >>> local_options({"venv": "/opt/v"})
+    ['--pct-venv=/opt/v']
+    """
+    return [f"--pct-{name.replace('_', '-')}={value}" for name, value in settings.items()]
+
+
+def _specs(request: VerifyRequest) -> tuple[list[str], list[str]]:
+    """Each container's host URL, and the options a local:// host's settings need."""
+    specs: list[str] = []
+    settings_options: list[str] = []
     for container in request.containers:
         variables = request.inventory.vars_for(container, request.extra_vars)
         settings = container_settings(variables, where=container.key)
+        if isinstance(container.node, LocalNode):
+            specs.append(LOCAL_SPEC)
+            settings_options = local_options(settings)
+            continue
         options = node_options(container.node, request.connect)
         specs.append(host_spec(container.node, container.ctid, options, settings))
-    return specs
+    return specs, settings_options
 
 
 # -- the child pytest run ----------------------------------------------------------------
 
 
-def pytest_args(request: VerifyRequest, specs: Sequence[str]) -> list[str]:
+def pytest_args(
+    request: VerifyRequest, specs: Sequence[str], settings: Sequence[str] = ()
+) -> list[str]:
     """What the child pytest gets: our checks, the user's tests, every container as a host."""
     paths = [INFRA, *(path.resolve() for path in request.tests)]
     args = [str(path) for path in paths]
+    args += settings
     args += [
         f"--hosts={','.join(specs)}",
         f"--pct-forks={request.forks}",
@@ -173,12 +194,16 @@ def run_verify(request: VerifyRequest) -> VerifyResult:
         if not path.exists():
             raise VerifyUsageError(f"--tests: no such file or folder: {path}")
     started = time.monotonic()
-    specs = _specs(request)
+    specs, settings = _specs(request)
     with tempfile.TemporaryDirectory(prefix="pctfleet-verify-") as tmp:
         record = Path(tmp) / "results.json"
-        proc = _run_child(record, pytest_args(request, specs))
+        proc = _run_child(record, pytest_args(request, specs, settings))
         data = _read_record(record, proc, request)
     keys = [container.key for container in request.containers]
+    local = [c.key for c in request.containers if isinstance(c.node, LocalNode)]
+    for record in data["checks"] if local else ():
+        if record.get("container") == LOCAL_HOST_ID:
+            record["container"] = local[0]
     results = [container_result(key, data["checks"]) for key in keys]
     return VerifyResult(results, time.monotonic() - started)
 
