@@ -1,5 +1,5 @@
-"""`unarchive`'s probe and change run for real on this machine (sh + python3, no root):
-an archive from the controller is extracted, and the second probe finds nothing to do."""
+"""`unarchive` and `pause` run for real on this machine (sh + python3, no root): an archive
+from the controller is extracted, and the second probe finds nothing to do."""
 
 from __future__ import annotations
 
@@ -80,3 +80,13 @@ def test_a_changed_member_is_extracted_again(tmp_path: Path) -> None:
     again = _plan(args)
     assert again.changed and "1 members differ" in again.diff["before"]
     assert Path(args.archive).exists()  # a remote archive is the user's: kept
+
+
+def test_pause_waits_the_minutes_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pctfleet.modules import pause
+
+    waited: list[float] = []
+    monkeypatch.setattr(pause, "sleep", waited.append)
+    module = REGISTRY["pause"]
+    plan = module.decide(module.prepare({"minutes": 0.5}, Context(), "t"), None, False)
+    assert waited == [30.0] and plan.result["stdout"] == "Paused for 0.5 minutes"
