@@ -1,12 +1,15 @@
-"""`unarchive` and `pause` run for real on this machine (sh + python3, no root): an archive
+"""`unarchive`, `uri` and `pause` run for real on this machine (sh + python3, no root): an archive
 from the controller is extracted, and the second probe finds nothing to do."""
 
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import tarfile
+import threading
 import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,69 @@ def test_pause_waits_the_minutes_given(monkeypatch: pytest.MonkeyPatch) -> None:
     module = REGISTRY["pause"]
     plan = module.decide(module.prepare({"minutes": 0.5}, Context(), "t"), None, False)
     assert waited == [30.0] and plan.result["stdout"] == "Paused for 0.5 minutes"
+
+
+class _Api(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        code = 404 if self.path == "/missing" else 200
+        self._send(code, b'{"ok": true}', "application/json")
+
+    def do_POST(self) -> None:  # noqa: N802
+        sent = self.rfile.read(int(self.headers["Content-Length"]))
+        answer = {"got": json.loads(sent), "type": self.headers["Content-Type"]}
+        self._send(201, json.dumps(answer).encode(), "application/json")
+
+    def _send(self, code: int, body: bytes, kind: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("X-Served-By", "test")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def api():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Api)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def _request(raw: dict) -> dict:
+    uri = REGISTRY["uri"]
+    args = uri.prepare(raw, Context(), "test")
+    plan = uri.decide(args, None, False)
+    done = _sh(plan.script, plan.stdin)
+    assert done.returncode == 0, done.stderr
+    return uri.finish(args, plan, 0, done.stdout.decode(), "")
+
+
+def test_uri_posts_json_and_registers_status_json_and_headers(api: str) -> None:
+    raw = {"url": f"{api}/api", "method": "POST", "body_format": "json", "body": {"n": 1}}
+    result = _request(raw | {"status_code": [201], "return_content": True})
+    assert result["status"] == 201 and not result.get("failed")
+    assert result["json"] == {"got": {"n": 1}, "type": "application/json"}
+    assert json.loads(result["content"]) == result["json"]
+    assert result["x_served_by"] == "test" and result["changed"] is False
+
+
+def test_uri_fails_on_an_unexpected_status(api: str) -> None:
+    result = _request({"url": f"{api}/missing"})
+    assert result["failed"] and result["status"] == 404
+    assert result["msg"].startswith("Status code was 404 and not [200]")
+
+
+def test_uri_writes_dest_once(api: str, tmp_path: Path) -> None:
+    dest = tmp_path / "out.json"
+    assert _request({"url": f"{api}/x", "dest": str(dest)})["changed"] is True
+    assert dest.read_bytes() == b'{"ok": true}'
+    assert _request({"url": f"{api}/x", "dest": str(dest)})["changed"] is False
+
+
+def test_uri_unreachable_is_status_minus_one() -> None:
+    result = _request({"url": "http://127.0.0.1:9/x", "timeout": 2})
+    assert result["status"] == -1 and "Request failed" in result["msg"]
