@@ -159,3 +159,20 @@ def test_uri_writes_dest_once(api: str, tmp_path: Path) -> None:
 def test_uri_unreachable_is_status_minus_one() -> None:
     result = _request({"url": "http://127.0.0.1:9/x", "timeout": 2})
     assert result["status"] == -1 and "Request failed" in result["msg"]
+
+
+def test_fetch_writes_the_controller_copy_once(tmp_path: Path) -> None:
+    fetch = REGISTRY["fetch"]
+    (tmp_path / "remote.txt").write_bytes(b"from the container\n")
+    ctx = Context(str(tmp_path), {"inventory_hostname": "node1/200"})
+    args = fetch.prepare({"src": str(tmp_path / "remote.txt"), "dest": "got"}, ctx, "test")
+
+    def plan():
+        return fetch.decide(args, Fact(_sh(fetch.probe(args, False)).stdout.decode(), 0), False)
+
+    first = plan()
+    assert first.changed
+    assert fetch.finish(args, first, 0, "", "")["changed"] is True
+    copy = tmp_path / "got/node1/200" / str(tmp_path).lstrip("/") / "remote.txt"
+    assert copy.read_bytes() == b"from the container\n"
+    assert not plan().changed
