@@ -1,6 +1,7 @@
-"""apt_repository, deb822_repository, unarchive (from the controller and in the container)
-and pause against a base container: the first run changes the container, the second
-changes nothing in one remote call. Everything written is removed afterwards."""
+"""apt_repository, deb822_repository, unarchive (from the controller and in the container),
+uri (to a server the test starts in the container), fetch and pause against a base
+container: the first run changes the container, the second changes nothing in one remote
+call. Everything written is removed afterwards."""
 
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ PLAYBOOK = textwrap.dedent(f"""
           copy: {{src: tool.zip, dest: {DIR}/tool.zip}}
         - name: in the container
           ansible.builtin.unarchive: {{src: {DIR}/tool.zip, dest: {DIR}, remote_src: true}}
+        - name: request
+          uri:
+            url: http://127.0.0.1:8767/hello.txt
+            dest: {DIR}/hello.txt
+            creates: {DIR}/hello.txt
+            return_content: true
+        - name: fetch
+          ansible.builtin.fetch: {{src: {DIR}/out/tool/run, dest: fetched}}
         - name: pause
           pause: {{seconds: 1}}
           register: p
@@ -64,14 +73,20 @@ def in_ct(info, script: str) -> subprocess.CompletedProcess:
 
 
 CLEAN = f"rm -rf {DIR} {LIST} {SOURCES}"
+SERVE = (
+    f"mkdir -p {DIR}/www && echo served > {DIR}/www/hello.txt && "
+    f"(setsid python3 -m http.server 8767 --bind 127.0.0.1 --directory {DIR}/www "
+    f"</dev/null >/dev/null 2>&1 & echo $! > {DIR}/www.pid)"
+)
 
 
 @pytest.fixture(scope="module")
 def info(lab):
     found = lab.up(nodes=2, containers=2)
     assert in_ct(found, CLEAN).returncode == 0
+    assert in_ct(found, SERVE).returncode == 0
     yield found
-    assert in_ct(found, CLEAN).returncode == 0
+    assert in_ct(found, f"kill $(cat {DIR}/www.pid); {CLEAN}").returncode == 0
 
 
 def _archives(tmp: Path) -> None:
@@ -102,18 +117,22 @@ def test_more_modules_change_the_container_then_converge_in_one_call(info, tmp_p
         "deb822 repository",
         "from the controller",
         "in the container",
+        "request",
+        "fetch",
     ):
         assert status[name] == "changed", (name, first)
     shown = in_ct(
         info,
         f"cat {LIST} {SOURCES}; stat -c '%a' {DIR}/out/tool/run; cat {DIR}/out/tool/run "
-        f"{DIR}/zipped/a.txt; ls /tmp | grep -c pctfleet-unarchive",
+        f"{DIR}/zipped/a.txt {DIR}/hello.txt; ls /tmp | grep -c pctfleet-unarchive",
     )
     assert shown.stdout == (
         "deb http://127.0.0.1:9/pfmods stable main\n"
         "Components: main\nEnabled: no\nX-Repolib-Name: PF Mods\nSuites: stable\nTypes: deb\n"
-        "URIs: http://127.0.0.1:9/pfmods\n750\nhi\nfrom a zip\n0\n"
+        "URIs: http://127.0.0.1:9/pfmods\n750\nhi\nfrom a zip\nserved\n0\n"
     ), shown
+    fetched = tmp_path / "fetched" / KEY / DIR.lstrip("/") / "out/tool/run"
+    assert fetched.read_bytes() == b"hi\n"
     second = run(info, tmp_path)
     assert [t["name"] for t in second["tasks"] if t["status"] != "ok"] == [], second
     assert second["remote_calls"] == 1
