@@ -132,6 +132,8 @@ def test_until_retries_each_item(tmp_path):
     )
     assert run.status == "changed", run.message
     assert [r["stdout"].strip() for r in engine.vars["r"]["results"]] == ["2", "2"]
+    # As Ansible: each result counts its attempts, 1-based, for later tasks to read.
+    assert [r["attempts"] for r in engine.vars["r"]["results"]] == [2, 2]
     assert (tmp_path / "n-a").read_text().count("1") == 2
     assert (tmp_path / "n-b").read_text().count("1") == 2
 

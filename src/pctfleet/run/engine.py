@@ -253,6 +253,8 @@ class ContainerEngine:
                 plan = self._plan(module, key, args, remaining)
                 status, registered = self._apply(module, task, args, plan, scope)
             registered = unsafe(registered)  # what the container said is data, not a template
+            if task.until:
+                registered["attempts"] = attempt + 1  # as Ansible registers it, 1-based
             status = self._judge(task, status, registered, where, scope)
             if not task.until or self._until(task, registered, where, scope):
                 break
