@@ -155,7 +155,9 @@ class ContainerEngine:
             result = self._run_task(task, remaining, handler)
             self.run.tasks.append(result)
             self.on_result(self.run, result)
-            if result.status == "failed" and not task.ignore_errors:
+            if result.status == "failed" and task.ignore_errors:
+                result.ignored = True
+            elif result.status == "failed":
                 raise TaskFailed(f"task '{task.name}' failed: {result.msg}", task, result)
             if task.include is not None and result.status != "skipped":
                 self._run_include(task, remaining[1:], handler)
@@ -455,7 +457,9 @@ class ContainerEngine:
         if task.failed_when is not None and status != "skipped":
             failed = condition(task.failed_when, scope, where=where)
             status = "failed" if failed else ("ok" if status == "failed" else status)
-        registered["changed"], registered["failed"] = status == "changed", status == "failed"
+        ran = "rc" in registered and REGISTRY[task.module].changed_when_failed
+        changed = status == "changed" or (status == "failed" and ran and task.changed_when is None)
+        registered["changed"], registered["failed"] = changed, status == "failed"
         return status
 
     def _finish(
