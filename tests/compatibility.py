@@ -157,6 +157,32 @@ def pctfleet_recap(report: dict[str, Any]) -> list:
     return [[task["name"], task["status"]] for task in tasks]
 
 
+# Ansible's PLAY RECAP counter -> pctfleet's stats key.
+TOTALS = {
+    "ok": "ok",
+    "changed": "changed",
+    "failures": "failed",
+    "skipped": "skipped",
+    "rescued": "rescued",
+    "ignored": "ignored",
+}
+
+
+def pctfleet_stats(report: dict[str, Any]) -> dict[str, int]:
+    """`pctfleet run --json` output of one container: its recap counters."""
+    return report["containers"][0]["stats"] if report.get("containers") else {}
+
+
+def compare_totals(ansible: dict[str, int], ours: list[dict[str, int]]) -> list[dict[str, str]]:
+    """Ansible's recap of one run of every case against pctfleet's stats summed over its runs."""
+    diffs = []
+    for theirs, mine in TOTALS.items():
+        a, b = ansible.get(theirs, 0), sum(stats.get(mine, 0) for stats in ours)
+        if a != b:
+            diffs.append({"what": f"recap {mine}", "ansible": str(a), "pctfleet": str(b)})
+    return diffs
+
+
 def compare_state(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str]]:
     return [
         {"what": path, "ansible": a.get(path, "absent"), "pctfleet": b.get(path, "absent")}
@@ -257,6 +283,7 @@ def render(data: dict[str, Any]) -> str:
     lines += [
         f"- {label}: {_agreement(records, a)} of {total} agree" for a, label in ASPECTS.items()
     ]
+    lines += _totals(meta.get("totals"))
     lines += ["", "| playbook | tasks | " + " | ".join(ASPECTS.values()) + " |"]
     lines.append("|---|---|" + "---|" * len(ASPECTS))
     for r in records:
@@ -266,6 +293,20 @@ def render(data: dict[str, Any]) -> str:
     if meta.get("seconds") is not None:
         lines += ["", f"The suite took {meta['seconds']:.0f} s."]
     return "\n".join(lines) + "\n"
+
+
+def _totals(totals: dict[str, list] | None) -> list[str]:
+    """The recap counters of the whole corpus (ok, changed, ..., ignored), per run."""
+    if totals is None:
+        return []
+    keys = ", ".join(TOTALS.values())
+    cells = [
+        f"{run} run " + ("same" if not diffs else "**differs**: " + "; ".join(
+            f"{d['what']} ansible {d['ansible']}, pctfleet {d['pctfleet']}" for d in diffs
+        ))
+        for run, diffs in totals.items()
+    ]  # fmt: skip
+    return [f"- recap counters of the corpus ({keys}): " + ", ".join(cells)]
 
 
 def _deliberate(records: list[dict[str, Any]]) -> list[str]:
