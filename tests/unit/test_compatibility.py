@@ -90,6 +90,10 @@ def test_recap_totals_sum_pctfleet_runs_against_ansible_recap():
     assert compat.compare_totals(ansible, ours) == [
         {"what": "recap ignored", "ansible": "1", "pctfleet": "2"}
     ]
+    # A deliberate difference (Ansible changed, pctfleet ok) moves the changed counter.
+    ours[1]["ignored"], ours[0]["changed"] = 0, 1
+    touch = {"what": "touch", "ansible": "changed", "pctfleet": "ok", "deliberate": "why"}
+    assert compat.compare_totals(ansible, ours, [touch]) == []
     text = compat.render({"meta": {"totals": {"first": [], "second": []}}, "records": []})
     assert "ignored): first run same, second run same" in text
 
