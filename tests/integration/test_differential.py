@@ -70,22 +70,25 @@ def _ansible(lab: Lab, work: Path, cases: list, extra: dict) -> dict:
     argv += [str(book), "-e", json.dumps(extra)]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     assert done.stdout.strip(), f"ansible-playbook said nothing: {done.stderr[-2000:]}"
-    return compat.ansible_recaps(json.loads(done.stdout), cases, HOST)
+    report = json.loads(done.stdout)
+    return compat.ansible_recaps(report, cases, HOST), report["stats"].get(HOST, {})
 
 
 def _pctfleet(lab: Lab, work: Path, cases: list, extra: dict) -> dict:
-    recaps = {}
+    recaps, stats = {}, []
     for case in cases:
         argv = [sys.executable, "-m", "pctfleet", "run", str(case.path), "--json"]
         argv += ["-i", str(work / "pctfleet.yml"), "--known-hosts", str(lab.info.known_hosts)]
         argv += ["-e", json.dumps(extra), "--journal-dir", str(work / "runs")]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert done.stdout.strip(), f"{case.name}: pctfleet said nothing: {done.stderr}"
-        recaps[case.name] = compat.pctfleet_recap(json.loads(done.stdout))
-    return recaps
+        report = json.loads(done.stdout)
+        recaps[case.name] = compat.pctfleet_recap(report)
+        stats.append(compat.pctfleet_stats(report))
+    return recaps, stats
 
 
-def _both(lab: Lab, work: Path, cases: list, extra: dict) -> tuple[dict, dict]:
+def _both(lab: Lab, work: Path, cases: list, extra: dict) -> tuple[tuple, tuple]:
     with ThreadPoolExecutor(max_workers=2) as pool:
         ansible = pool.submit(_ansible, lab, work, cases, extra)
         ours = pool.submit(_pctfleet, lab, work, cases, extra)
@@ -110,20 +113,24 @@ def test_playbooks_leave_what_ansible_leaves(lab: Lab, tmp_path: Path):
     for at in (ANSIBLE_AT, PCTFLEET_AT):
         _in_container(lab, at, compat.reset_script(cases))
     records = {c.name: compat.Record(c.name, c.title, c.tasks) for c in cases}
+    totals: dict[str, list] = {}
     for run in ("first", "second"):
-        ansible, ours = _both(lab, tmp_path, cases, extra)
+        (ansible, their_stats), (ours, our_stats) = _both(lab, tmp_path, cases, extra)
         for case in cases:
             diffs = compat.compare_recap(ansible.get(case.name, []), ours.get(case.name, []))
             records[case.name].add(run, diffs)
+        deliberate = [d for r in records.values() for d in r.aspects[run] if "deliberate" in d]
+        totals[run] = compat.compare_totals(their_stats, our_stats, deliberate)
         if run == "first":
             theirs, mine = _snapshots(lab)
             for case in cases:
                 diffs = compat.compare_state(theirs.get(case.name, {}), mine.get(case.name, {}))
                 records[case.name].add("state", diffs)
     seconds = time.monotonic() - started
-    meta = {"ansible": _versions(), "seconds": seconds}
+    meta = {"ansible": _versions(), "seconds": seconds, "totals": totals}
     saved = compat.save(list(records.values()), meta)
     problems = [line for r in records.values() for line in r.unexplained()]
+    problems += [f"[{run}] {d}" for run, diffs in totals.items() for d in diffs]
     assert not problems, f"{len(problems)} differences (records: {saved}):\n" + "\n".join(problems)
 
 

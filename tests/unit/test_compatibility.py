@@ -79,6 +79,25 @@ def test_recaps_from_both_tools_and_their_comparison():
     ]
 
 
+def test_recap_totals_sum_pctfleet_runs_against_ansible_recap():
+    ansible = {"ok": 7, "changed": 2, "failures": 0, "skipped": 1, "rescued": 1, "ignored": 1}
+    ours = [
+        compat.pctfleet_stats({"containers": [{"stats": {"ok": 4, "changed": 2, "ignored": 1}}]}),
+        {"ok": 3, "failed": 0, "skipped": 1, "rescued": 1, "ignored": 0},
+    ]
+    assert compat.compare_totals(ansible, ours) == []
+    ours[1]["ignored"] = 1
+    assert compat.compare_totals(ansible, ours) == [
+        {"what": "recap ignored", "ansible": "1", "pctfleet": "2"}
+    ]
+    # A deliberate difference (Ansible changed, pctfleet ok) moves the changed counter.
+    ours[1]["ignored"], ours[0]["changed"] = 0, 1
+    touch = {"what": "touch", "ansible": "changed", "pctfleet": "ok", "deliberate": "why"}
+    assert compat.compare_totals(ansible, ours, [touch]) == []
+    text = compat.render({"meta": {"totals": {"first": [], "second": []}}, "records": []})
+    assert "ignored): first run same, second run same" in text
+
+
 def test_snapshot_lines_become_entries_per_playbook_and_compare():
     text = (
         "/srv/pctdiff/one/f\tregular file|644|root:root\t\taGk=\n"

@@ -132,6 +132,8 @@ def test_until_retries_each_item(tmp_path):
     )
     assert run.status == "changed", run.message
     assert [r["stdout"].strip() for r in engine.vars["r"]["results"]] == ["2", "2"]
+    # As Ansible: each result counts its attempts, 1-based, for later tasks to read.
+    assert [r["attempts"] for r in engine.vars["r"]["results"]] == [2, 2]
     assert (tmp_path / "n-a").read_text().count("1") == 2
     assert (tmp_path / "n-b").read_text().count("1") == 2
 
@@ -290,3 +292,28 @@ def test_include_vars_under_a_name_and_a_missing_file(tmp_path):
     assert engine.vars["cfg"] == {"a": 1} and "a" not in engine.vars
     run, _ = run_book(tmp_path, "- hosts: all\n  tasks:\n    - include_vars: nope.yml\n")
     assert run.status == "failed" and "include_vars: file 'nope.yml' not found" in run.message
+
+
+def test_the_recap_counts_as_ansible_an_ignored_failure_and_each_included_file(tmp_path):
+    (tmp_path / "step.yml").write_text("- debug: {msg: '{{ item }}'}\n")
+    run, _ = run_book(
+        tmp_path,
+        f"""\
+        - hosts: all
+          tasks:
+            - name: ignored
+              command: /bin/false
+              ignore_errors: true
+            - include_tasks: step.yml
+              loop: [a, b, c]
+              when: item != 'b'
+            - copy: {{content: "x", dest: "{tmp_path}/out"}}
+        """,
+    )
+    assert run.status == "changed", run.message
+    assert run.tasks[0].ignored and run.tasks[0].as_json()["ignored"] is True
+    # ansible-playbook's recap of the same play: the ignored failure is ok, ignored and
+    # (a command) changed; the include is ok once per file it brought in.
+    assert run.stats() == {
+        "ok": 6, "changed": 2, "failed": 0, "skipped": 0, "rescued": 0, "ignored": 1
+    }  # fmt: skip

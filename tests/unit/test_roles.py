@@ -285,3 +285,38 @@ def test_run_with_a_missing_role_exits_4_and_roles_path_option_finds_it(tmp_path
     write(tmp_path, {"mine/web/tasks/main.yml": "- debug: {msg: hi}\n"})
     code, err = invoke("run", str(book), "-r", str(tmp_path / "mine"), *common)
     assert code != exitcodes.PARSE_ERROR and "not found" not in err, err
+
+
+def test_play_tasks_see_public_roles_vars_and_defaults_but_not_an_includes(tmp_path):
+    write(
+        tmp_path,
+        {
+            "roles/web/vars/main.yml": "mode: web vars\n",
+            "roles/web/tasks/main.yml": "- debug: {msg: web}\n",
+            "roles/lib/vars/main.yml": "lib: lib vars\n",
+            "roles/lib/tasks/main.yml": "- debug: {msg: lib}\n",
+            "roles/inc/vars/main.yml": "inc: inc vars\n",
+            "roles/inc/defaults/main.yml": "inc_default: inc default\n",
+            "roles/inc/tasks/main.yml": "- debug: {msg: inc}\n",
+        },
+    )
+    run, engine = run_book(
+        tmp_path,
+        """\
+        - hosts: all
+          vars: {mode: play vars}
+          roles: [web]
+          tasks:
+            - set_fact:
+                seen: "{{ mode }}|{{ lib | default('-') }}|{{ inc | default('-') }}"
+            - import_role: {name: lib}
+            - include_role: {name: inc}
+            - set_fact:
+                later: "{{ inc | default('-') }}"
+        """,
+    )
+    assert run.status == "ok", run.message
+    # As ansible-playbook: roles: and import_role are public (their vars/ over play vars,
+    # for every task of the play, even before the import); include_role is private.
+    assert engine.vars["seen"] == "web vars|lib vars|-"
+    assert engine.vars["later"] == "-"

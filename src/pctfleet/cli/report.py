@@ -81,7 +81,7 @@ def _one_line(text: str, limit: int = 160) -> str:
 def recap(console: Console, runs: list[ContainerRun], run_id: str) -> None:
     """Ansible's PLAY RECAP, as a table, plus the reason for each container that stopped."""
     table = Table(title=line(f"RECAP  run {run_id}"), title_justify="left")
-    counts = ("ok", "changed", "failed", "skipped", "rescued")
+    counts = ("ok", "changed", "failed", "skipped", "rescued", "ignored")
     for column in ("container", "status", *counts, "calls", "secs"):
         table.add_column(
             column, justify="right" if column not in {"container", "status"} else "left"

@@ -128,6 +128,8 @@ class Module:
     fact: ClassVar[FactReader | None] = None
     # Runs on the controller only (debug, set_fact): needs no probe and no remote call.
     controller: ClassVar[bool] = False
+    # A run that failed still registers `changed: true` (Ansible's command and shell).
+    changed_when_failed: ClassVar[bool] = False
 
     def __init_subclass__(
         cls,

@@ -109,6 +109,8 @@ def _run(args: CommandArgs, line: str) -> Plan:
 class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
     """Run a program without a shell: `command: ls -la /opt` or `argv: [ls, -la]`."""
 
+    changed_when_failed = True
+
     def plan(self, args: CommandArgs, state: Guards | None, check: bool) -> Plan:
         argv = args.argv or tuple(shlex.split(args.cmd))
         return _skipped(args, state) or _run(args, " ".join(q(word) for word in argv))
@@ -116,6 +118,8 @@ class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
 
 class Shell(Module, name="shell", args=ShellArgs, fact=GuardFact()):
     """Run a line through /bin/sh: pipes, redirections and variables work."""
+
+    changed_when_failed = True
 
     def plan(self, args: ShellArgs, state: Guards | None, check: bool) -> Plan:
         shell = args.executable or "/bin/sh"

@@ -104,6 +104,14 @@ def _attrs_differ(args: GetUrlArgs, stat: str) -> bool:
     return (args.owner or owner) != owner or (args.group or group) != group
 
 
+def _kept_sums(args: GetUrlArgs, state: Dest) -> dict[str, str | None]:
+    # As Ansible registers a kept file: with a checksum it returns before reading
+    # anything (both None); without one it fetched the same bytes again (both the sum).
+    if args.checksum:
+        return {"checksum_src": None, "checksum_dest": None}
+    return {"checksum_src": state.sum, "checksum_dest": state.sum}
+
+
 class GetUrl(Module, name="get_url", args=GetUrlArgs, fact=DestFact()):
     """Download a file into the container (Ansible's `get_url`)."""
 
@@ -114,9 +122,7 @@ class GetUrl(Module, name="get_url", args=GetUrlArgs, fact=DestFact()):
         stale = bool(args.checksum) and state.sum != args.checksum[1]  # type: ignore[index]
         fetch = not exists or args.force or stale
         if not fetch and not _attrs_differ(args, state.stat):
-            return Plan(
-                False, msg="file already exists", result=result | {"checksum_dest": state.sum}
-            )
+            return Plan(False, msg="file already exists", result=result | _kept_sums(args, state))
         inputs = {
             "URL": args.url,
             "DEST_PATH": path,

@@ -282,6 +282,7 @@ class _Reader:
         self.role_handlers: list[Handler] = []
         self.handler_files: set[Path] = set()
         self.role_defaults: dict[str, Any] = {}
+        self.role_vars: dict[str, Any] = {}
 
     def canonical(self, key: str) -> str | None:
         """Module name for a task key (`ansible.builtin.copy` -> `copy`), or None."""
@@ -954,8 +955,9 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     from pctfleet.playbook import roles
 
     role_tasks, role_vars = roles.play_roles(reader, m, ctx)
-    variables = {**variables, **role_vars}  # a roles entry's `vars:` are play variables
     tasks = [*role_tasks, *_task_list(reader, m, "tasks", ctx, handler=False)]
+    # Ansible's public roles: their vars/ (and a roles entry's `vars:`) are play variables.
+    variables = {**variables, **reader.role_vars, **role_vars}
     tasks = _Inherit(tags=tags).apply(tasks)
     handlers = [*_task_list(reader, m, "handlers", ctx, handler=True), *reader.role_handlers]
     _check_notify([*leaves(tasks), *handlers], handlers)

@@ -7,7 +7,8 @@ role's template and copy tasks through `role_path`). It is looked up in `roles/`
 next to the playbook, then the -r folders, then `roles_path` of an ansible.cfg
 next to the playbook, then next to the playbook. Variables follow Ansible's
 precedence: defaults under inventory vars (a play's `defaults`), vars/ over play
-vars (as task vars), role params and `role_path` over registered results.
+vars (play-wide for roles: and import_role, as Ansible's public roles), role
+params and `role_path` over registered results.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Sink:
     handlers: list = field(default_factory=list)
     files: set[Path] = field(default_factory=set)
     defaults: dict[str, Any] = field(default_factory=dict)
+    exports: dict[str, Any] = field(default_factory=dict)  # vars/ the play sees (public roles)
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,9 @@ class Call:
 
 
 def _sink(reader: Any) -> Sink:
-    sink = Sink(reader.role_handlers, reader.handler_files, reader.role_defaults)
-    return sink
+    """The play's: roles: and import_role are public, as in Ansible (their defaults
+    and vars/ reach every task of the play)."""
+    return Sink(reader.role_handlers, reader.handler_files, reader.role_defaults, reader.role_vars)
 
 
 # ---------------------------------------------------------------- finding
@@ -131,7 +134,9 @@ def load_role(reader: Any, call: Call, sink: Sink, dedup: bool) -> list:
     reader.roles_seen.add(ident)
     files = {"tasks": "main", "vars": "main", "defaults": "main", "handlers": "main", **call.files}
     sink.defaults.update(_mapping_file(path, "defaults", files["defaults"], call.where))
-    role_vars = {**_mapping_file(path, "vars", files["vars"], call.where), **call.vars}
+    exported = _mapping_file(path, "vars", files["vars"], call.where)
+    sink.exports.update(exported)
+    role_vars = {**exported, **call.vars}
     magic = {"role_path": str(path), "role_name": path.name, **call.params}
     own = ld._Inherit(vars=role_vars).apply(_role_tasks(reader, path, files["tasks"], call, False))
     out += _mark(own, path.name, magic)
@@ -268,7 +273,9 @@ def import_role(reader: Any, m: YamlMap, key: str, handler: bool, ctx: str) -> l
 def check_include(reader: Any, task: Any, m: YamlMap, key: str, ctx: str) -> None:
     """An include_role whose name is known: read now, so a missing role or a bad task
     fails before anything runs and its handlers can be notified."""
-    load_role(reader, _call(task.args, m.where(key), task.vars), _sink(reader), dedup=False)
+    # An include is private, as in Ansible: its defaults and vars/ stay with its tasks.
+    sink = Sink(reader.role_handlers, reader.handler_files)
+    load_role(reader, _call(task.args, m.where(key), task.vars), sink, dedup=False)
 
 
 def include_role(reader: Any, task: Any, args: dict, item: dict) -> tuple[list, list, dict]:

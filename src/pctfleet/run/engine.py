@@ -179,7 +179,9 @@ class ContainerEngine:
                 result = self._run_task(task, remaining, handler)
             self.run.tasks.append(result)
             self.on_result(self.run, result)
-            if result.status == "failed" and not task.ignore_errors:
+            if result.status == "failed" and task.ignore_errors:
+                result.ignored = True
+            elif result.status == "failed":
                 raise TaskFailed(f"task '{task.name}' failed: {result.msg}", task, result)
             if task.include is not None and result.status != "skipped":
                 self._run_include(task, remaining[1:], handler)
@@ -325,6 +327,8 @@ class ContainerEngine:
                 plan = self._plan(module, key, args, remaining, task)
                 status, registered = self._apply(module, task, args, plan, scope)
             registered = unsafe(registered)  # what the container said is data, not a template
+            if task.until:
+                registered["attempts"] = attempt + 1  # as Ansible registers it, 1-based
             status = self._judge(task, status, registered, where, scope)
             if not task.until or self._until(task, registered, where, scope):
                 break
@@ -531,7 +535,9 @@ class ContainerEngine:
         if task.failed_when is not None and status != "skipped":
             failed = condition(task.failed_when, scope, where=where)
             status = "failed" if failed else ("ok" if status == "failed" else status)
-        registered["changed"], registered["failed"] = status == "changed", status == "failed"
+        ran = "rc" in registered and REGISTRY[task.module].changed_when_failed
+        changed = status == "changed" or (status == "failed" and ran and task.changed_when is None)
+        registered["changed"], registered["failed"] = changed, status == "failed"
         return status
 
     def _finish(

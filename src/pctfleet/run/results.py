@@ -8,6 +8,8 @@ from typing import Any
 from pctfleet.jsonfields import json_fields
 from pctfleet.status import UNREACHED, Status
 
+INCLUDES = ("include_tasks", "include_role")
+
 
 @dataclass
 class TaskResult:
@@ -26,16 +28,32 @@ class TaskResult:
     # A looped task: one entry per item ({item, status, changed, msg}); None without a loop.
     items: list[dict[str, Any]] | None = None
     rescued: bool = False  # failed inside a block whose `rescue` then ran
+    ignored: bool = False  # failed with ignore_errors: the run went on
 
     @property
     def changed(self) -> bool:
         return self.status == Status.CHANGED
+
+    def recap(self) -> list[str]:
+        """The counters Ansible's recap adds this task to ("ok" includes "changed")."""
+        if self.rescued:
+            return ["rescued"]
+        if self.ignored:  # Ansible: ok and ignored, and changed if the failed result says so
+            return ["ok", "ignored"] + (["changed"] if self.result.get("changed") else [])
+        if self.status == Status.CHANGED:
+            return ["ok", "changed"]
+        if self.status == Status.OK and self.module in INCLUDES and self.items:
+            # Ansible counts an include once per file it brought in: per item that ran.
+            return ["ok"] * sum(1 for item in self.items if item["status"] != Status.SKIPPED)
+        return [str(self.status)]
 
     def as_json(self) -> dict:
         names = "name module status changed msg diff duration loc handler details"
         data = json_fields(self, names, digits=3)
         if self.rescued:
             data["rescued"] = True
+        if self.ignored:
+            data["ignored"] = True
         if self.items is not None:
             data["items"] = self.items
         return data
@@ -61,12 +79,10 @@ class ContainerRun:
         return f"{self.node}/{self.ctid}"
 
     def stats(self) -> dict[str, int]:
-        counts = {"ok": 0, "changed": 0, "failed": 0, "skipped": 0, "rescued": 0}
+        counts = {"ok": 0, "changed": 0, "failed": 0, "skipped": 0, "rescued": 0, "ignored": 0}
         for task in self.tasks:
-            # As Ansible's recap: a failure a block's rescue handled counts as rescued.
-            counts["rescued" if task.rescued else task.status] += 1
-        # Ansible counts a changed task as ok too; keep "ok" meaning "not failed, ran".
-        counts["ok"] += counts["changed"]
+            for key in task.recap():
+                counts[key] += 1
         return counts
 
     def finish_status(self) -> None:
