@@ -181,6 +181,7 @@ class Play:
     loc: str = ""
     # Like a role's defaults: below every inventory level, so inventories override them.
     defaults: dict[str, Any] = field(default_factory=dict)
+    gather_facts: bool = True  # as in Ansible; the facts come with the first probe
 
 
 @dataclass(frozen=True)
@@ -897,6 +898,7 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
         tags,
         m.where(),
         defaults,
+        gather_facts=bool(_bool(m, "gather_facts", ctx, True)),
     )
 
 

@@ -1,0 +1,84 @@
+"""Ansible's magic variables: what a play knows about its hosts and its run.
+
+The play-wide part (`groups`, `hostvars`, `play_hosts`, `omit`, ...) is built
+once per play and shared by every container; `for_container` adds the
+per-host part. `hostvars` holds each inventory host's inventory variables and
+magic variables, never what a run produced on it (registered results,
+set_fact, gathered facts): those stay with the host that made them.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+# A parameter rendered to this value is dropped, as Ansible does: `{{ x | default(omit) }}`.
+OMIT = f"__omit_place_holder__{secrets.token_hex(20)}"
+
+
+def drop_omitted(value: Any) -> Any:
+    """`value` without any mapping entry or list item whose value is `omit`."""
+    if isinstance(value, Mapping):
+        return {k: drop_omitted(v) for k, v in value.items() if v != OMIT}
+    if isinstance(value, list):
+        return [drop_omitted(v) for v in value if v != OMIT]
+    return value
+
+
+def host_vars(container: Any) -> dict[str, Any]:
+    """The per-host magic variables (inventory_hostname comes from the inventory)."""
+    name = container.inventory_hostname
+    return {
+        "inventory_hostname": name,
+        "inventory_hostname_short": name.split(".")[0],
+        "ansible_host": container.node.address,
+        "group_names": sorted(container.groups) or ["ungrouped"],
+    }
+
+
+class PlayMagic:
+    """The magic variables of one play, for each of its containers."""
+
+    def __init__(
+        self,
+        inventory: Any,
+        play_containers: list,
+        options: Any,
+        playbook_dir: str,
+    ) -> None:
+        hosts = [c.inventory_hostname for c in play_containers]
+        self.shared: dict[str, Any] = {
+            "groups": groups(inventory),
+            "hostvars": _hostvars(inventory),
+            "play_hosts": hosts,
+            "ansible_play_hosts": hosts,
+            "ansible_play_hosts_all": hosts,
+            "ansible_play_batch": hosts,
+            "ansible_check_mode": bool(options.check),
+            "ansible_diff_mode": bool(options.diff),
+            "playbook_dir": playbook_dir,
+            "ansible_run_tags": sorted(options.tags or {"all"}),
+            "ansible_skip_tags": sorted(options.skip_tags or ()),
+            "omit": OMIT,
+        }
+
+    def for_container(self, container: Any) -> dict[str, Any]:
+        return {**self.shared, **host_vars(container)}
+
+
+def groups(inventory: Any) -> dict[str, list[str]]:
+    """Group name -> member host names in inventory order, with `all` and `ungrouped`."""
+    name_of = {c.key: c.inventory_hostname for c in inventory.containers}
+    out = {"all": list(name_of.values())}
+    out["ungrouped"] = [c.inventory_hostname for c in inventory.containers if not c.groups]
+    for name, group in inventory.groups.items():
+        out[name] = [name_of[key] for key in group.members if key in name_of]
+    return out
+
+
+def _hostvars(inventory: Any) -> dict[str, dict[str, Any]]:
+    return {
+        c.inventory_hostname: {**inventory.vars_for(c), **host_vars(c)}
+        for c in inventory.containers
+    }
