@@ -179,14 +179,16 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
     from pctfleet.modules.base import World
     from pctfleet.playbook.loader import leaves, select_tasks
     from pctfleet.playbook.templating import condition, render
-    from pctfleet.run.playbookrun import container_vars
+    from pctfleet.run.playbookrun import container_vars, play_magic
 
     options = prepared.request.options
     table: dict[bytes, str] = {}
     for play, members in prepared.plays:
         if container.key not in {c.key for c in members}:
             continue
-        variables = container_vars(prepared.request.inventory, container, play, options.extra_vars)
+        magic = play_magic(prepared.request, members)
+        inventory = prepared.request.inventory
+        variables = container_vars(inventory, container, play, options.extra_vars, magic)
         world = World()
         tasks = leaves(select_tasks(play.tasks, options.tags, options.skip_tags))
         for task, scope in _instances([*tasks, *play.handlers], variables, options.base_dir):
