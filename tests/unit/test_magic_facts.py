@@ -205,3 +205,31 @@ def test_processor_and_service_manager_rules():
     assert facts["service_mgr"] == "sysvinit"
     top = gathered.variables(facts)
     assert top["ansible_facts"] is facts and top["ansible_processor_count"] == 4
+
+
+GUESSED = """\
+- hosts: all
+  tasks:
+    - copy: {{dest: "{out}/%s", content: "%s\\n"}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("dest", "content", "calls"),
+    [
+        ("plain.txt", "{{{{ ansible_facts.distribution }}}}", 1),  # copy's probe reads dest only
+        ("{{{{ ansible_distribution }}}}.txt", "x", 2),  # the guessed path was wrong: read again
+    ],
+)
+def test_a_probe_that_does_not_depend_on_the_facts_is_read_with_them(
+    tmp_path, dest, content, calls
+):
+    book = (GUESSED % (dest, content)).format(out=tmp_path)
+    for _ in range(2):
+        (run,) = run_book(tmp_path, book, inventory=NATIVE_INVENTORY)
+    assert (run.status, run.remote_calls) == ("ok", calls), run.message
+    lines = Path("/etc/os-release").read_text().splitlines()
+    name = next(line[3:].strip('"').capitalize() for line in lines if line.startswith("ID="))
+    written = {"plain.txt": f"{name}\n"} if calls == 1 else {f"{name}.txt": "x\n"}
+    found = {p.name: p.read_text() for p in tmp_path.glob("*.txt")}
+    assert found == written

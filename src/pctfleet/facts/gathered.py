@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+import jinja2
+
 from pctfleet.facts.kv import decode_fields
 from pctfleet.playbook.templating import names_reached
 from pctfleet.sh import snippet as sh_snippet
@@ -26,6 +28,7 @@ FACT_NAMES = (
 )  # fmt: skip
 # Every name gathering defines at the top level: what preflight must wait for.
 NAMES = frozenset({"ansible_facts", *(f"ansible_{name}" for name in FACT_NAMES)})
+_PLACEHOLDERS = {name: jinja2.ChainableUndefined(name=name) for name in NAMES}
 
 # The interpreter's own description, as ansible-core's python collector gives it.
 _PY_FACTS = (
@@ -81,6 +84,18 @@ def parse(output: str) -> dict[str, Any]:
 def variables(facts: dict[str, Any]) -> dict[str, Any]:
     """`ansible_facts` and the `ansible_<name>` copies Ansible injects beside it."""
     return {"ansible_facts": facts, **{f"ansible_{k}": v for k, v in facts.items()}}
+
+
+def speculative(scope: dict) -> dict:
+    """`scope` with every fact name rendering as empty (attributes too), to build the
+    probe snippet of a task whose arguments read facts before they are read.
+
+    The guess is safe: the engine reuses a reading only for the very snippet the
+    task renders once the facts are known, so a probe that does not depend on the
+    facts (copy's and template's read `dest`, whatever the content) is read once,
+    and any other is read again when the task is reached.
+    """
+    return {**_PLACEHOLDERS, **scope}
 
 
 def reads_facts(task: Any, scope: dict) -> bool:

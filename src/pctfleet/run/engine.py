@@ -399,6 +399,8 @@ class ContainerEngine:
                 f"t{id(task)}#{i}": self._scope(task, loop_vars(task.loop, i, items))
                 for i in range(len(items))
             }
+        if gathered.KEY in self.pending_extras:  # read with the facts: guess them
+            scopes = {key: gathered.speculative(scope) for key, scope in scopes.items()}
         out = {}
         for key, scope in scopes.items():
             try:
