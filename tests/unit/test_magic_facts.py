@@ -233,3 +233,28 @@ def test_a_probe_that_does_not_depend_on_the_facts_is_read_with_them(
     written = {"plain.txt": f"{name}\n"} if calls == 1 else {f"{name}.txt": "x\n"}
     found = {p.name: p.read_text() for p in tmp_path.glob("*.txt")}
     assert found == written
+
+
+ANSIBLE = Path("/var/cache/pctfleet/bench-ansible-venv/bin/ansible")
+
+
+@pytest.mark.skipif(not ANSIBLE.exists(), reason="no Ansible venv (bench/ansible_env.py)")
+def test_this_machine_s_facts_are_ansible_s(tmp_path):
+    """ansible-core's setup module on this machine says what we say (free memory moves)."""
+    import subprocess
+
+    from pctfleet.facts import script
+
+    argv = [str(ANSIBLE), "localhost", "-c", "local", "-m", "setup", "-o"]
+    argv += ["-e", "ansible_python_interpreter=/usr/bin/python3"]
+    env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path), "HOME": str(tmp_path)}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    theirs = json.loads(done.stdout.split("=>", 1)[1])["ansible_facts"]
+    reading = script.run_probe(LocalTarget(), {"g": gathered.snippet()})["g"].output
+    ours = gathered.parse(reading)
+    differ = {
+        k: (v, theirs.get(f"ansible_{k}"))
+        for k, v in ours.items()
+        if k != "memfree_mb" and v != theirs.get(f"ansible_{k}")
+    }
+    assert not differ
