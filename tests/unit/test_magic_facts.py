@@ -258,3 +258,28 @@ def test_this_machine_s_facts_are_ansible_s(tmp_path):
         if k != "memfree_mb" and v != theirs.get(f"ansible_{k}")
     }
     assert not differ
+
+
+def _walked(hosts: int, monkeypatch) -> int:
+    """How many values redaction looks at for one container of a fleet of `hosts`."""
+    from pctfleet.playbook import templating
+    from pctfleet.playbook.magic import PlayMagic
+
+    lines = "".join(f"      {200 + i}: {{}}\n" for i in range(hosts))
+    inv = inventory_from_text(f"nodes:\n  pve1:\n    address: 10.1.2.6\n    containers:\n{lines}")
+    magic = PlayMagic(inv, inv.containers, RunOptions(), "/p")
+    variables = {**inv.vars_for(inv.containers[0]), **magic.for_container(inv.containers[0])}
+    seen = [0]
+    walk = templating._scalars
+
+    def counted(value, depth=0):  # noqa: ANN001, ANN202
+        seen[0] += 1
+        return walk(value, depth)
+
+    monkeypatch.setattr(templating, "_scalars", counted)
+    templating.secret_values(variables)
+    return seen[0]
+
+
+def test_redaction_does_not_walk_the_fleet_for_every_container(monkeypatch):
+    assert _walked(5, monkeypatch) == _walked(500, monkeypatch)

@@ -10,8 +10,10 @@ set_fact, gathered facts): those stay with the host that made them.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+from pctfleet.playbook.templating import Public
 
 # A parameter rendered to this value is dropped, as Ansible does: `{{ x | default(omit) }}`.
 OMIT = f"__omit_place_holder__{secrets.token_hex(20)}"
@@ -47,10 +49,10 @@ class PlayMagic:
         options: Any,
         playbook_dir: str,
     ) -> None:
-        hosts = [c.inventory_hostname for c in play_containers]
+        hosts = Public(c.inventory_hostname for c in play_containers)
         self.shared: dict[str, Any] = {
             "groups": groups(inventory),
-            "hostvars": _hostvars(inventory),
+            "hostvars": HostVars(inventory),
             "play_hosts": hosts,
             "ansible_play_hosts": hosts,
             "ansible_play_hosts_all": hosts,
@@ -70,15 +72,43 @@ class PlayMagic:
 def groups(inventory: Any) -> dict[str, list[str]]:
     """Group name -> member host names in inventory order, with `all` and `ungrouped`."""
     name_of = {c.key: c.inventory_hostname for c in inventory.containers}
-    out = {"all": list(name_of.values())}
-    out["ungrouped"] = [c.inventory_hostname for c in inventory.containers if not c.groups]
+    out = {"all": Public(name_of.values())}
+    out["ungrouped"] = Public(c.inventory_hostname for c in inventory.containers if not c.groups)
     for name, group in inventory.groups.items():
-        out[name] = [name_of[key] for key in group.members if key in name_of]
+        out[name] = Public(name_of[key] for key in group.members if key in name_of)
     return out
 
 
-def _hostvars(inventory: Any) -> dict[str, dict[str, Any]]:
-    return {
-        c.inventory_hostname: {**inventory.vars_for(c), **host_vars(c)}
-        for c in inventory.containers
-    }
+class HostVars:
+    """`hostvars`: a host's variables built when a template asks for them.
+
+    Deliberately not a Mapping: the fleet's variables are not copied into every
+    container's scope, and redaction, which walks a container's mappings and
+    lists for secrets, does not walk every other host's variables (O(hosts²)).
+    """
+
+    def __init__(self, inventory: Any) -> None:
+        self._inventory = inventory
+        self._by_name = {c.inventory_hostname: c for c in inventory.containers}
+        self._built: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        if name not in self._built:
+            container = self._by_name[name]  # KeyError: jinja's undefined
+            self._built[name] = {**self._inventory.vars_for(container), **host_vars(container)}
+        return self._built[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def keys(self) -> list[str]:
+        return list(self._by_name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self._by_name else default

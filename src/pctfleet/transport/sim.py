@@ -168,6 +168,16 @@ def converged_reading(name: str, module: Any, args: Any, world: Any) -> str:
     return "".join(f"{key}={value}\n" for key, value in fields.items())
 
 
+def _magic(prepared: Any, play: Any, members: list) -> Any:
+    """The play's magic variables, built once per play for all its containers."""
+    from pctfleet.run.playbookrun import play_magic
+
+    built = prepared.__dict__.setdefault("_sim_magic", {})
+    if id(play) not in built:
+        built[id(play)] = play_magic(prepared.request, members)
+    return built[id(play)]
+
+
 def converged_answers(prepared: Any, container: Any) -> Answer:
     """Answers for every probe snippet of `container`'s tasks, as if it were converged.
 
@@ -179,14 +189,14 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
     from pctfleet.modules.base import World
     from pctfleet.playbook.loader import leaves, select_tasks
     from pctfleet.playbook.templating import condition, render
-    from pctfleet.run.playbookrun import container_vars, play_magic
+    from pctfleet.run.playbookrun import container_vars
 
     options = prepared.request.options
     table: dict[bytes, str] = {}
     for play, members in prepared.plays:
         if container.key not in {c.key for c in members}:
             continue
-        magic = play_magic(prepared.request, members)
+        magic = _magic(prepared, play, members)
         inventory = prepared.request.inventory
         variables = container_vars(inventory, container, play, options.extra_vars, magic)
         world = World()
