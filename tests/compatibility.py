@@ -33,6 +33,8 @@ import yaml
 CORPUS = Path(__file__).resolve().parent / "differential"
 SCRATCH = "/srv/pctdiff"
 ENV = "PCTFLEET_COMPAT_DIR"
+# Ansible reports gather_facts as a task of its own; pctfleet reads facts with its first probe.
+GATHERING = "Gathering Facts"
 
 # Differences that are deliberate: (playbook, aspect, what) -> why. aspect is
 # "state", "first" or "second" (the recap of that run). docs/playbooks.md
@@ -154,7 +156,7 @@ def ansible_recaps(report: dict[str, Any], cases: list[Case], host: str) -> dict
         recaps[case.name] = [
             [task["task"]["name"], ansible_status(task["hosts"][host])]
             for task in play.get("tasks", [])
-            if host in task.get("hosts", {})
+            if host in task.get("hosts", {}) and task["task"]["name"] != GATHERING
         ]
     return recaps
 

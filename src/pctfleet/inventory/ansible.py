@@ -141,7 +141,7 @@ def _ansible_container(
             "ansible_port/ansible_user/key file by another host",
             where=host.where,
         )
-    return Container(known, ctid, host.name, vars=_strip_connection(host.vars))
+    return Container(known, ctid, host.name, vars=_strip_connection(host.vars), host=host.name)
 
 
 def _ansible_node(host: _AnsibleHost, conn: Mapping[str, Any], ctx: str) -> Node:

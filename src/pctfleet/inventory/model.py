@@ -26,18 +26,26 @@ class Node:
 
 @dataclass(frozen=True)
 class Container:
-    """An LXC container `ctid` on `node`; `groups` in variable precedence order."""
+    """An LXC container `ctid` on `node`; `groups` in variable precedence order.
+    `host` is its host name in an Ansible inventory (None in a native one)."""
 
     node: Node
     ctid: int
     name: str | None = None
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    host: str | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
         """`node/ctid`, unique in the inventory, e.g. `pve1/200`."""
         return f"{self.node.name}/{self.ctid}"
+
+    @property
+    def inventory_hostname(self) -> str:
+        """Ansible's name for it: the host name of an Ansible inventory, else the key
+        (native inventories have no host names; playbooks have long matched the key)."""
+        return self.host or self.key
 
     @property
     def label(self) -> str:
@@ -119,7 +127,7 @@ class Inventory:
 def builtin_vars(container: Container) -> dict[str, Any]:
     """Variables every container gets from its place in the inventory."""
     return {
-        "inventory_hostname": container.key,
+        "inventory_hostname": container.inventory_hostname,
         "node_name": container.node.name,
         "node_address": container.node.address,
         "ctid": container.ctid,

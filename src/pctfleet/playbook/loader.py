@@ -208,6 +208,7 @@ class Play:
     serial: list[str] = field(default_factory=list)  # batch sizes; empty: one batch
     max_fail_percentage: float | None = None
     any_errors_fatal: bool = False
+    gather_facts: bool = True  # as in Ansible; the facts come with the first probe
 
 
 @dataclass(frozen=True)
@@ -972,6 +973,7 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
         m.where(),
         defaults,
         **_flow_keys(m, ctx),
+        gather_facts=bool(_bool(m, "gather_facts", ctx, True)),
     )
 
 

@@ -529,9 +529,14 @@ def _secret_names(variables: Mapping[str, Any]) -> set[str]:
     return names
 
 
+class Public(list):
+    """A list known to hold no secret (a play's host names): redaction, which runs
+    for every task of every container, does not walk it (it grows with the fleet)."""
+
+
 def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
     """Everything inside `value` that is neither a mapping nor a list, 50 levels deep at most."""
-    if depth > 50:
+    if depth > 50 or isinstance(value, Public):
         return
     if isinstance(value, Mapping):
         value = list(value.values())

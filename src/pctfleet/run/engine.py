@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pctfleet.errors import InputError
+from pctfleet.facts import gathered
 from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
@@ -23,6 +24,7 @@ from pctfleet.modules.base import Fact, Plan, q
 from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.loader import Block, expand_include, select_tasks
 from pctfleet.playbook.loops import loop_items, loop_vars
+from pctfleet.playbook.magic import drop_omitted
 from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
 from pctfleet.run.delegate import Controller, delegated, modes
 from pctfleet.run.journal import new_run_id
@@ -88,6 +90,7 @@ class ContainerEngine:
         on_result: Callable[[ContainerRun, TaskResult], None] = lambda run, result: None,
         stop: threading.Event | None = None,
         flow: PlayFlow | None = None,
+        gather_facts: bool = False,
     ) -> None:
         self.flow = flow or PlayFlow([run.key])
         self.once_seen: dict[str, int] = {}  # run_once tasks reached, by location
@@ -105,6 +108,8 @@ class ContainerEngine:
         self.lock = RunLock(target, options.run_id, options.lock_lease, options.lock_wait)
         self.pending_extras = {key: make(variables) for key, make in options.extra_probes.items()}
         self.controller = Controller()  # where delegated tasks run
+        if gather_facts:  # read with the first probe; forced early only by a task reading them
+            self.pending_extras[gathered.KEY] = gathered.snippet()
 
     # -- the play ---------------------------------------------------------
 
@@ -117,6 +122,7 @@ class ContainerEngine:
         try:
             self._run_list(tasks, handler=False)
             self._flush_handlers(top=True)
+            self.pending_extras.pop(gathered.KEY, None)  # no task read them: no call for them
             if self.pending_extras:
                 self._probe([None], first=None)
         except TransportError as exc:
@@ -171,6 +177,7 @@ class ContainerEngine:
                 self._meta(task)
                 continue
             remaining = self._remaining(task)
+            self._gather_for(task, remaining)
             if task.run_once and task.include is None:
                 result = self._once(task, remaining, handler)
                 if result is None:  # another container ran it; its outcome applied here
@@ -409,6 +416,7 @@ class ContainerEngine:
     def _args(self, task: Any, where: str, scope: dict) -> Any:
         check_rendered(task, scope, where)
         raw = render(dict(task.args), scope, where=where)
+        raw = drop_omitted(raw)
         return REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, scope), where)
 
     def _plan(self, module: Any, key: str, args: dict, remaining: list, task: Any) -> Plan:
@@ -438,7 +446,23 @@ class ContainerEngine:
         facts = probe.run_probe(self.target, {**snippets, **extras})
         self.facts = {key: (snippets[key], facts.get(key, Fact("", 1))) for key in snippets}
         for key in extras:
-            self.run.extra_facts[key] = facts.get(key, Fact("", 1)).output
+            output = facts.get(key, Fact("", 1)).output
+            if key == gathered.KEY:
+                self._set_gathered(output)
+            else:
+                self.run.extra_facts[key] = output
+
+    def _gather_for(self, task: Any, remaining: list) -> None:
+        """Facts not read yet and the task renders with them: read them now (with
+        the facts of every later task that renders without them)."""
+        if gathered.KEY in self.pending_extras and gathered.reads_facts(task, self._scope(task)):
+            self._probe(remaining, first=None)
+
+    def _set_gathered(self, output: str) -> None:
+        # Host facts: under play vars and -e, as in Ansible's precedence.
+        for name, value in gathered.variables(gathered.parse(output)).items():
+            if name not in self.vars:
+                self.vars[name] = unsafe(value)
 
     def _try_snippets(self, task: Any) -> dict[str, str]:
         """The probe snippets of the task (of each loop item) whose args render now."""
@@ -455,6 +479,8 @@ class ContainerEngine:
                 f"t{id(task)}#{i}": self._scope(task, loop_vars(task.loop, i, items))
                 for i in range(len(items))
             }
+        if gathered.KEY in self.pending_extras:  # read with the facts: guess them
+            scopes = {key: gathered.speculative(scope) for key, scope in scopes.items()}
         out = {}
         for key, scope in scopes.items():
             try:

@@ -13,12 +13,14 @@ from typing import Any
 import jinja2
 
 from pctfleet.errors import InputError
+from pctfleet.facts import gathered
 from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
 from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.loader import leaves, load_playbook, select_tasks
 from pctfleet.playbook.loops import item_scopes
+from pctfleet.playbook.magic import PlayMagic, drop_omitted
 from pctfleet.playbook.templating import condition, names_reached, redact, render
 from pctfleet.run.batches import plan_batches
 from pctfleet.run.engine import ContainerEngine, RunOptions
@@ -43,13 +45,23 @@ class RunRequest:
     per_node: int | None = None  # at most this many containers of one node at once
 
 
-def container_vars(inventory: Any, container: Any, play: Any, extra: dict) -> dict[str, Any]:
-    """play defaults < all < group < node < container < play vars < extra vars."""
+def container_vars(
+    inventory: Any, container: Any, play: Any, extra: dict, magic: PlayMagic | None = None
+) -> dict[str, Any]:
+    """play defaults < all < group < node < container < play vars < extra vars < magic."""
     variables = dict(play.defaults or {})
     variables.update(inventory.vars_for(container, {}))
     variables.update(play.vars or {})
     variables.update(extra)
+    if magic is not None:
+        variables.update(magic.for_container(container))
     return variables
+
+
+def play_magic(request: RunRequest, containers: list, batch: list | None = None) -> PlayMagic:
+    """The magic variables of a play over `containers` (running `batch` of them now)."""
+    options = request.options
+    return PlayMagic(request.inventory, containers, options, options.base_dir, batch)
 
 
 def _placeholders(tasks: list, base_dir: str) -> dict[str, Any]:
@@ -74,7 +86,13 @@ def _included_names(task: Any, base_dir: str) -> set[str]:
 
 
 def preflight(
-    play: Any, tasks: list, containers: list, inventory: Any, extra: dict, base_dir: str
+    play: Any,
+    tasks: list,
+    containers: list,
+    inventory: Any,
+    extra: dict,
+    base_dir: str,
+    magic: PlayMagic | None = None,
 ) -> None:
     """Render every task for every container before anything changes anywhere.
 
@@ -83,8 +101,10 @@ def preflight(
     """
     tasks = leaves(tasks)
     later = _placeholders(tasks, base_dir)
+    if getattr(play, "gather_facts", False):  # gathered when the container is reached
+        later.update({name: jinja2.ChainableUndefined(name=name) for name in gathered.NAMES})
     for container in containers:
-        variables = {**later, **container_vars(inventory, container, play, extra)}
+        variables = {**later, **container_vars(inventory, container, play, extra, magic)}
         for task in tasks:
             for scope in _item_scopes(task, variables, later.keys(), base_dir):
                 _preflight_task(task, scope, later.keys(), base_dir)
@@ -108,7 +128,7 @@ def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> No
     try:
         if task.when and not condition(task.when, variables, where=where):
             return  # skipped here: its arguments may rely on what is not defined
-        raw = render(dict(task.args), variables, where=where)
+        raw = drop_omitted(render(dict(task.args), variables, where=where))
         if not waits:
             check_rendered(task, variables, where)
             REGISTRY[task.module].prepare(raw, Context(base_dir, variables), where)
@@ -152,6 +172,7 @@ def prepare(request: RunRequest) -> PreparedRun:
             request.inventory,
             request.options.extra_vars,
             request.options.base_dir,
+            play_magic(request, containers),
         )
     return PreparedRun(request, plays)
 
@@ -222,6 +243,7 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
     """Run the play batch by batch (`serial`); why it stopped the run, or ""."""
     tasks = select_tasks(play.tasks, request.options.tags, request.options.skip_tags)
     flow = PlayFlow([])
+    magic = play_magic(request, containers)
 
     def report(run: ContainerRun, result: TaskResult) -> None:
         if journal:
@@ -231,7 +253,8 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
     def one(container: Any) -> None:
         if request.stop.is_set():
             return
-        variables = container_vars(request.inventory, container, play, request.options.extra_vars)
+        extra = request.options.extra_vars
+        variables = container_vars(request.inventory, container, play, extra, magic)
         engine = ContainerEngine(
             targets[container.key],
             runs[container.key],
@@ -240,6 +263,7 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
             report,
             request.stop,
             flow,
+            gather_facts=play.gather_facts,
         )
         engine.play(tasks, list(play.handlers))
         runs[container.key].finish_status()  # "changed" in the journal too, not "ok"
@@ -251,6 +275,7 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
     batches = plan_batches(containers, play.serial) if play.serial else [containers]
     for index, batch in enumerate(batches, start=1):
         flow = PlayFlow([c.key for c in batch], play.any_errors_fatal, play.max_fail_percentage)
+        magic = play_magic(request, containers, batch)
         schedule(batch, one, request.forks, request.per_node, request.stop)
         stopped = batch_stop(index, [runs[c.key] for c in batch], flow)
         if stopped or (flow.end_play and index < len(batches)):

@@ -3,7 +3,7 @@
 # extra options ("$@"), zip with python3 (minimal containers have no unzip); then set
 # OWNER, GROUP and MODE on every member; remove ARCHIVE when it was pushed (CLEANUP=1).
 # inputs: ARCHIVE DEST KIND OWNER GROUP MODE CLEANUP
-# uses: pykv
+# uses: kv pykv
 set -e
 ua_list=$(mktemp)
 trap 'rm -f "$ua_list"; if [ "$CLEANUP" = 1 ]; then rm -f "$ARCHIVE"; fi' EXIT

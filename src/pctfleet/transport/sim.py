@@ -168,6 +168,16 @@ def converged_reading(name: str, module: Any, args: Any, world: Any) -> str:
     return "".join(f"{key}={value}\n" for key, value in fields.items())
 
 
+def _magic(prepared: Any, play: Any, members: list) -> Any:
+    """The play's magic variables, built once per play for all its containers."""
+    from pctfleet.run.playbookrun import play_magic
+
+    built = prepared.__dict__.setdefault("_sim_magic", {})
+    if id(play) not in built:
+        built[id(play)] = play_magic(prepared.request, members)
+    return built[id(play)]
+
+
 def converged_answers(prepared: Any, container: Any) -> Answer:
     """Answers for every probe snippet of `container`'s tasks, as if it were converged.
 
@@ -186,7 +196,9 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
     for play, members in prepared.plays:
         if container.key not in {c.key for c in members}:
             continue
-        variables = container_vars(prepared.request.inventory, container, play, options.extra_vars)
+        magic = _magic(prepared, play, members)
+        inventory = prepared.request.inventory
+        variables = container_vars(inventory, container, play, options.extra_vars, magic)
         world = World()
         tasks = leaves(select_tasks(play.tasks, options.tags, options.skip_tags))
         for task, scope in _instances([*tasks, *play.handlers], variables, options.base_dir):
