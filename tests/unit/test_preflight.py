@@ -64,6 +64,24 @@ def test_a_registered_result_is_checked_when_reached(tmp_path):
     )
 
 
+def test_debug_var_of_a_registered_result_waits_for_it(tmp_path):
+    check(
+        tmp_path,
+        """\
+        - name: read
+          command: cat /etc/hostname
+          register: out
+        - name: show
+          debug: {var: out.stdout_lines}
+        """,
+    )
+
+
+def test_debug_var_of_an_unknown_name_is_refused(tmp_path):
+    with pytest.raises(InputError, match=r"book.yml:\d+.*'nope'"):
+        check(tmp_path, "- debug: {var: nope}\n")
+
+
 def test_a_registered_name_inside_a_path_is_no_reference(tmp_path):
     # "out" is registered and "/tmp/output" contains it: the bad mode is still caught.
     with pytest.raises(InputError, match=r"book.yml:\d+.*'bad'"):

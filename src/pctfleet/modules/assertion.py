@@ -40,7 +40,7 @@ class AssertArgs(Args):
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
         args = super().parse(raw, ctx, where)
-        if _waits(args.that, ctx.variables):
+        if waits_for_run(args.that, ctx.variables):
             return args  # reads a result not known before the run: judged when reached
         for item in args.that:
             if not condition(item, ctx.variables, where=where):
@@ -48,7 +48,7 @@ class AssertArgs(Args):
         return args
 
 
-def _waits(conditions: tuple[Any, ...], variables: Mapping[str, Any]) -> bool:
+def waits_for_run(conditions: tuple[Any, ...], variables: Mapping[str, Any]) -> bool:
     """Whether a condition reads a stand-in for a value known only at run time."""
     names = names_reached(list(conditions), variables, expression=True)
     return any(isinstance(variables.get(name), jinja2.Undefined) for name in names)

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg
+from pctfleet.modules.assertion import waits_for_run
 from pctfleet.modules.base import Module, Plan
 from pctfleet.playbook.templating import render
 from pctfleet.playbook.yamlsrc import load_yaml, plain
@@ -30,8 +31,8 @@ class DebugArgs(Args):
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
         args = super().parse(raw, ctx, where)
-        if args.var is None:
-            return args
+        if args.var is None or waits_for_run([args.var], ctx.variables):
+            return args  # a registered result, say: shown when the task is reached
         value = render("{{ " + args.var + " }}", ctx.variables, where=where)
         return dataclasses.replace(args, value=value)
 

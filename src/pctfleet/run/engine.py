@@ -508,7 +508,7 @@ class ContainerEngine:
         if plan.failed:
             return "failed", registered
         if not plan.changed:
-            return "ok", {**registered, "rc": 0, "stdout": "", "stderr": ""}
+            return "ok", {"rc": 0, "stdout": "", "stderr": "", **registered}  # a module's own win
         if modes(task, self.options)[0]:
             return ("skipped" if plan.skip_in_check else "changed"), registered
         local = delegated(task)  # a change on this machine leaves the container's facts
