@@ -81,3 +81,15 @@ def _with_details(task, details):
     import dataclasses
 
     return dataclasses.replace(task, details=details)
+
+
+def test_extra_probes_are_read_even_when_no_task_probes(tmp_path):
+    """audit's fingerprint comes back from a play whose tasks read nothing in the container."""
+    book = tmp_path / "book.yml"
+    book.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: {msg: hi}\n")
+    play = load_playbook(book, known_args()).plays[0]
+    options = RunOptions(extra_probes={"mark": lambda variables: "echo marked"})
+    run = ContainerRun("local", 100)
+    ContainerEngine(LocalTarget(), run, {}, options).play(play.tasks, [])
+    assert run.status == "ok", run.message
+    assert run.extra_facts["mark"].strip() == "marked"

@@ -124,7 +124,7 @@ class ContainerEngine:
             self._flush_handlers(top=True)
             self.pending_extras.pop(gathered.KEY, None)  # no task read them: no call for them
             if self.pending_extras:
-                self._probe([None], first=None)
+                self._probe([], first=None)
         except TransportError as exc:
             if isinstance(exc, CommandTimeout):
                 # The command may still run in the container: its lock must outlive it,
