@@ -7,7 +7,7 @@
 # DEST/all: bench/gpu/fetch.sh's wheels (flashinfer, tvm-ffi, paramiko and its
 # needs) and parts (cicc 13.2, cuda-runtime 13.2), plus the pinned CUDA 13.0 set
 # that `cuda_toolkit: auto` installs with torch 2.11+cu130 (cuda-toolkit 13.0.2 and
-# its nvcc, nvvm, crt, cudart and cccl wheels), fabric and ninja.
+# its nvcc, nvvm, crt, cudart, cccl and curand wheels), fabric and ninja.
 # DEST/b1, b2, ...: the same files, hard-linked, at most MAX_MB each.
 set -eu
 dest=${1:?usage: local_fetch.sh DEST [MAX_MB]}
@@ -23,6 +23,7 @@ pyv() {
 }
 pyv cuda-toolkit==13.0.2 nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 \
   nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 \
+  nvidia-curand==10.4.0.35 \
   fabric==3.2.3 decorator==5.3.1 deprecated==1.3.1 pytest-testinfra==10.2.2 ninja==1.13.0
 # Largest first, each into the first batch it fits.
 n=0

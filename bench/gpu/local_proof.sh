@@ -127,6 +127,9 @@ incident() {  # name: break, doctor, JIT, provision, doctor, provision again
     cudart-13.2)  # the runtime wheel of 13.2 over the 13.0 set, as pip would put it
       clean uv pip install -q --python "$V/bin/python" --no-deps \
         nvidia-cuda-runtime==13.2.75 >>"$LOG" 2>&1 ;;
+    no-curand)  # the pinned set as it was before its curand extra: no curand_kernel.h
+      clean uv pip uninstall -q --python "$V/bin/python" nvidia-curand >>"$LOG" 2>&1
+      ls "$ch"/include/curand_kernel.h 2>&1 | tee -a "$LOG" ;;
     no-libcudart)
       ls -l "$ch"/lib/libcudart.so* | tee -a "$LOG"
       rm -f "$ch"/lib/libcudart.so ;;
@@ -142,7 +145,7 @@ incident() {  # name: break, doctor, JIT, provision, doctor, provision again
 case $PHASE in
   base) base ;;
   incidents) for i in ${INCIDENTS:-nvvm-13.2 cudart-13.2 no-libcudart}; do incident "$i"; done
-    jit jit-final ;;
+    [ "${JIT_AFTER_REPAIR:-0}" = 1 ] || jit jit-final ;;
   all) base; for i in nvvm-13.2 cudart-13.2 no-libcudart; do incident "$i"; done ;;
 esac
 tar -czf "$OUT/details.tgz" -C "$W" json 2>/dev/null

@@ -39,7 +39,7 @@ EXTRA = {
     "flashinfer_workspace_base": f"{OWN}/workspace",
 }
 MADE = f"{VENV} {OWN} {STALE} /root/.local/bin/uv /root/.cache/uv /etc/uv"
-PINNED = "cuda-toolkit[nvcc,nvvm,crt,cudart,cccl]==13.0.2"
+PINNED = "cuda-toolkit[nvcc,nvvm,crt,cudart,cccl,curand]==13.0.2"
 PORT_PIDS = library(["listener"]) + f"pctfleet_port_pids /proc {EXTRA['server_port']}"
 # The incident's server: started by hand with nohup, no PID file, on the serving port.
 BY_HAND = f"nohup python3 -m http.server {EXTRA['server_port']} >/dev/null 2>&1 & echo $!"

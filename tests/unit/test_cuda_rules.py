@@ -116,6 +116,7 @@ WHEELS_130 = {
     "nvidia-cuda-crt": "13.0.88",
     "nvidia-cuda-runtime": "13.0.96",
     "nvidia-cuda-cccl": "13.0.85",
+    "nvidia-curand": "10.4.0.35",
 }
 
 NVCC_SH = """#!/bin/sh
@@ -156,6 +157,7 @@ def _fake_cuda_home(root: Path) -> Path:
     _write(ch / "bin" / "ptxas.version", PTXAS_VERSION)
     _write(ch / "bin" / "ptxas.error", PTXAS_TOO_NEW)
     _write(ch / "include" / "cuda_runtime_api.h", CUDA_RUNTIME_API_H)
+    _write(ch / "include" / "curand_kernel.h", "")
     cccl = ch / "include" / "cccl" / "cuda" / "std" / "__cccl" / "version.h"
     _write(cccl, CCCL_VERSION_H.format(version=3000001))
     _write(ch / "lib" / "libcudart.so.13", "")
@@ -279,7 +281,7 @@ def test_snippet_reads_gpu_driver_and_libcuda(fake_container):
 def test_snippet_reports_links_stray_headers_and_env(fake_container):
     facts = fake_container["facts"]
     assert facts.links == {"lib64": "lib", "libcudart": "libcudart.so.13"}
-    assert facts.exists == {"lib64", "libcudart"}
+    assert facts.exists == {"lib64", "libcudart", "curand_kernel"}
     # The toolkit's own include/cccl is not stray; /usr/local/cuda-12.8 is.
     assert facts.stray_includes == [str(fake_container["stray"])]
     assert facts.stray_origins[str(fake_container["stray"])] == "CPATH"
@@ -371,7 +373,7 @@ def healthy() -> ToolchainFacts:
         driver_version="580.159.04",
         libcuda="/usr/lib/x86_64-linux-gnu/libcuda.so.1",
         links={"lib64": "lib", "libcudart": "libcudart.so.13", "libcuda_stub": "/lib/libcuda.so.1"},
-        exists={"lib64", "libcudart", "libcuda_stub"},
+        exists={"lib64", "libcudart", "libcuda_stub", "curand_kernel"},
         gxx_version="12.2.0",
         ninja_version="1.11.1",
         ninja_path="/usr/bin/ninja",
@@ -387,7 +389,7 @@ def results_of(facts: ToolchainFacts, arch: str | None = "120f", expected: str |
 
 def test_healthy_container_passes_every_rule():
     results = check(healthy(), arch="sm_120", expected_toolkit="13.0.2")
-    assert [r.ok for r in results] == [True] * 13
+    assert [r.ok for r in results] == [True] * 14
     assert verdict(results) == "healthy"
 
 
@@ -406,6 +408,7 @@ def test_rule_ids_are_stable():
         "links",
         "build-tools",
         "cccl-present",
+        "curand-headers",
     ]
 
 
@@ -415,6 +418,11 @@ def _wheel(name: str, version: str):
 
 # Each fault, the rule that must catch it, and words its evidence must hold.
 FAULTS = {
+    "the pinned set without its curand extra": (
+        lambda f: f.exists.discard("curand_kernel"),
+        "curand-headers",
+        "curand_kernel.h",
+    ),
     "nvcc alone pulled nvvm 13.2": (_wheel("nvidia-nvvm", "13.2.78"), "toolkit-pinned", "nvvm"),
     "runtime from 13.2": (_wheel("nvidia-cuda-runtime", "13.2.75"), "toolkit-pinned", "13.2.75"),
     "toolkit 13.2.1 but torch wants 13.0.2": (
@@ -606,10 +614,44 @@ def test_expected_components_holds_the_measured_pins():
         "nvidia-cuda-crt": "13.0.88",
         "nvidia-cuda-runtime": "13.0.96",
         "nvidia-cuda-cccl": "13.0.85",
+        "nvidia-curand": "10.4.0.35",
     }
     assert expected_components("13.2.1")["nvidia-cuda-runtime"] == "13.2.75"
+    assert expected_components("13.2.1")["nvidia-curand"] == "10.4.2.55"
     assert expected_components("13.0.3.0") == expected_components("13.0.2")
     assert expected_components("12.9.1") == {}
+
+
+def test_snippet_finds_no_curand_header_and_the_rule_names_the_file(tmp_path):
+    # The pinned set without its curand extra: flashinfer's prefill JIT then fails
+    # on cutlass's `#include <curand_kernel.h>` while every other rule holds.
+    ch = _fake_cuda_home(tmp_path)
+    (ch / "include" / "curand_kernel.h").unlink()
+    facts = parse_toolchain(run_snippet(toolchain_snippet(str(tmp_path / "venv"), str(ch))))
+    assert "curand_kernel" not in facts.exists
+    result = {r.rule: r for r in check(facts, arch=None, expected_toolkit="13.0.2")}
+    assert result["curand-headers"].ok is False
+    assert result["curand-headers"].evidence == (
+        f"no {ch}/include/curand_kernel.h (nvidia-curand not installed)"
+    )
+    assert "cuda-toolkit[nvcc,nvvm,crt,cudart,cccl,curand]==13.0.2" in result["curand-headers"].fix
+
+
+def test_a_pinned_set_without_curand_is_not_pinned_and_curand_keeps_its_own_numbering():
+    facts = healthy()
+    del facts.versions["nvidia-curand"]
+    facts.exists.discard("curand_kernel")
+    results = {r.rule: r for r in check(facts, arch=None, expected_toolkit=None)}
+    assert results["toolkit-pinned"].ok is False
+    assert "nvidia-curand missing" in results["toolkit-pinned"].evidence
+    assert results["curand-headers"].ok is False
+    # Components without the meta-package: cuRAND's 10.x is not taken for another release.
+    loose = healthy()
+    loose.versions.pop("cuda-toolkit")
+    loose.torch_requires_cuda_toolkit = None
+    assert {r.rule: r.ok for r in check(loose, arch=None, expected_toolkit=None)}[
+        "toolkit-pinned"
+    ] is True
 
 
 def test_verdict_names_the_first_failing_rule():
@@ -702,11 +744,33 @@ def test_snippet_against_the_real_toolkit():
     assert elapsed < 10, f"snippet took {elapsed:.1f}s"
 
 
+def _with_curand(ch: Path) -> Path:
+    """$ch/include: /usr/local/cuda's headers, and cuRAND's where that toolkit has none.
+
+    An apt `cuda-nvcc` toolkit lacks cuRAND; a stand-in curand_kernel.h lets the
+    probe's other includes and its link line be tested there.
+    """
+    include = ch / "include"
+    include.mkdir(parents=True)
+    for entry in (REAL_CUDA / "include").iterdir():
+        (include / entry.name).symlink_to(entry)
+    if not (include / "curand_kernel.h").exists():
+        _write(include / "curand_kernel.h", "// stands in for cuRAND's header\n")
+    return ch
+
+
+def _probe_cuda_home(root: Path) -> Path:
+    ch = _with_curand(root / "ch-curand")
+    for name in ("bin", "nvvm", "lib64"):
+        (ch / name).symlink_to(REAL_CUDA / name)
+    return ch
+
+
 def _stub_cuda_home(root: Path, exports_symbols: bool) -> Path:
     """/usr/local/cuda seen through the three links, the stub built here with gcc."""
-    ch = root / ("ch-stub" if exports_symbols else "ch-empty-stub")
+    ch = _with_curand(root / ("ch-stub" if exports_symbols else "ch-empty-stub"))
     (ch / "lib64" / "stubs").mkdir(parents=True)
-    for name in ("bin", "include", "nvvm"):
+    for name in ("bin", "nvvm"):
         (ch / name).symlink_to(REAL_CUDA / name)
     (ch / "lib64" / "libcudart.so").symlink_to(REAL_CUDA / "lib64" / "libcudart.so.13")
     body = "int cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
@@ -719,11 +783,13 @@ def _stub_cuda_home(root: Path, exports_symbols: bool) -> Path:
 
 @pytest.fixture(scope="module")
 def real_probes(tmp_path_factory) -> dict:
-    """Four probes at once (each compile takes seconds): two archs, two stubs."""
+    """Five probes at once (each compile takes seconds): two archs, two stubs, the bare toolkit."""
     root = tmp_path_factory.mktemp("probe")
+    ch = _probe_cuda_home(root)
     runs = {
-        "sm_90": (REAL_CUDA, "sm_90"),
-        "sm_120": (REAL_CUDA, "sm_120"),
+        "sm_90": (ch, "sm_90"),
+        "sm_120": (ch, "sm_120"),
+        "bare": (REAL_CUDA, "sm_90"),
         "stub": (_stub_cuda_home(root, True), "sm_90"),
         "empty-stub": (_stub_cuda_home(root, False), "sm_90"),
     }
@@ -753,6 +819,17 @@ def test_probe_compiles_for_real(real_probes, arch):
         assert (code, result.link_ok) == (1, False)
         assert "cannot find -lcuda" in result.log
         assert [f.rule for f in scan(result.log)] == ["links"]
+
+
+@needs_nvcc
+def test_probe_names_a_toolkit_without_curand_headers(real_probes):
+    if (REAL_CUDA / "include" / "curand_kernel.h").exists():
+        pytest.skip("this toolkit has cuRAND's headers")
+    # flashinfer's prefill JIT fails on exactly this (cutlass's tensor_fill.h:52).
+    code, result = real_probes["bare"]
+    assert (code, result.compile_ok) == (1, False)
+    assert "fatal error: curand_kernel.h: No such file or directory" in result.log
+    assert [f.rule for f in scan(result.log)] == ["curand-headers"]
 
 
 @needs_nvcc

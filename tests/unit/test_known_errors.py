@@ -48,6 +48,13 @@ CASES = {
         "cccl-present",
         "CCCL",
     ),
+    "no cuRAND headers (flashinfer 0.6.10's prefill JIT, seen on an H200)": (
+        "/opt/local-proof/venv/lib/python3.12/site-packages/flashinfer/data/cutlass/tools/util/"
+        "include/cutlass/util/reference/device/tensor_fill.h:52:10: fatal error: "
+        "curand_kernel.h: No such file or directory",
+        "curand-headers",
+        "curand",
+    ),
     "no libcudart.so": (
         "/usr/bin/ld: cannot find -lcudart: No such file or directory",
         "links",

@@ -1,6 +1,7 @@
 """The compile probe: flashinfer's JIT build in miniature, in seconds, without a GPU.
 
 A tiny `.cu` that includes CCCL (`<cuda/std/type_traits>`, `<cub/cub.cuh>`)
+and cuRAND's `<curand_kernel.h>` (cutlass includes it in flashinfer's prefill)
 is compiled with flashinfer's include order and `-gencode`, then linked
 `-shared ... -lcudart -lcuda` like a JIT module. CCCL's includes are what
 trip the nvcc/CUDART_VERSION check (a bare kernel does not); the link is what
@@ -26,6 +27,7 @@ from pctfleet.sh import q, snippet
 PROBE_SOURCE = r"""// pctfleet compile probe: flashinfer's JIT includes and link line, in miniature.
 #include <cuda/std/type_traits>
 #include <cub/cub.cuh>
+#include <curand_kernel.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
 

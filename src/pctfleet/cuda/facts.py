@@ -29,6 +29,7 @@ PIP_NAMES = (
     "nvidia-cuda-crt",
     "nvidia-cuda-runtime",
     "nvidia-cuda-cccl",
+    "nvidia-curand",
     "torch",
     "flashinfer-python",
     "sglang",

@@ -71,6 +71,14 @@ KNOWN_ERRORS: list[KnownError] = [
         "fatal error: cuda/std/type_traits: No such file or directory",
     ),
     KnownError(
+        r"curand_kernel\.h: No such file or directory|cannot open source file \"curand_kernel\.h",
+        "no cuRAND headers: cutlass's tensor_fill.h (flashinfer's prefill JIT) includes "
+        "curand_kernel.h, and the toolkit was installed without nvidia-curand",
+        "curand-headers",
+        "install the toolkit with its curand extra: " + _PINNED,
+        "tensor_fill.h:52:10: fatal error: curand_kernel.h: No such file or directory",
+    ),
+    KnownError(
         r"cannot find -lcudart\b",
         "no unversioned libcudart.so under $CUDA_HOME/lib64 (pip ships only libcudart.so.13)",
         "links",

@@ -24,8 +24,12 @@ COMPONENTS = (
     "nvidia-cuda-crt",
     "nvidia-cuda-runtime",
     "nvidia-cuda-cccl",
+    "nvidia-curand",
 )
-EXTRAS = "nvcc,nvvm,crt,cudart,cccl"
+# cuRAND is numbered as a library (10.4), not as the CUDA release it ships with.
+LIBRARIES = {"nvidia-curand"}
+# curand: cutlass's tensor_fill.h (flashinfer's prefill JIT) includes curand_kernel.h.
+EXTRAS = "nvcc,nvvm,crt,cudart,cccl,curand"
 
 # Read from each cuda-toolkit wheel's metadata: the extras pin every component
 # as `==X.*`. 13.0.3 pins the same components as 13.0.2.
@@ -35,6 +39,7 @@ _PINS_130 = {
     "nvidia-cuda-crt": "13.0.88",
     "nvidia-cuda-runtime": "13.0.96",
     "nvidia-cuda-cccl": "13.0.85",
+    "nvidia-curand": "10.4.0.35",
 }
 PINS = {
     "13.0.2": _PINS_130,
@@ -45,6 +50,7 @@ PINS = {
         "nvidia-cuda-crt": "13.2.78",
         "nvidia-cuda-runtime": "13.2.75",
         "nvidia-cuda-cccl": "13.2.75",
+        "nvidia-curand": "10.4.2.55",
     },
 }
 
@@ -93,6 +99,7 @@ def check(
         lambda: links(facts),
         lambda: build_tools(facts),
         lambda: cccl_present(facts, want),
+        lambda: curand_headers(facts, want),
     ]
     return [rule() for rule in rules]
 
@@ -155,7 +162,7 @@ def _components_agree(installed: dict[str, str], fix: str) -> RuleResult:
     # Components without the meta-package were installed one by one: that is
     # how the unpinned nvvm/runtime of the incident got in.
     found = ", ".join(f"{name} {version}" for name, version in installed.items())
-    releases = {major_minor(version) for version in installed.values()}
+    releases = {major_minor(v) for name, v in installed.items() if name not in LIBRARIES}
     if len(releases) > 1 or len(installed) < len(COMPONENTS):
         return RuleResult("toolkit-pinned", False, f"no cuda-toolkit meta-package: {found}", fix)
     return RuleResult("toolkit-pinned", True, f"components agree (no meta-package): {found}", fix)
@@ -174,7 +181,7 @@ def _pin_problems(want: str, meta: str | None, installed: dict[str, str]) -> lis
             problems.append(f"{name} missing")
         elif pins and not _matches_pin(have, pins[name]):
             problems.append(f"{name} {have} (pinned {pins[name]})")
-        elif not pins and major_minor(have) != major_minor(want):
+        elif not pins and name not in LIBRARIES and major_minor(have) != major_minor(want):
             problems.append(f"{name} {have} (want {major_minor(want)}.x)")
     return problems
 
@@ -384,6 +391,25 @@ def cccl_present(facts: ToolchainFacts, want: str | None) -> RuleResult:
         evidence = f"no toolkit CCCL; flashinfer bundles {bundled} (other consumers have none)"
         return RuleResult(rule, True, evidence, fix)
     return RuleResult(rule, False, "no CCCL headers (cuda/std/type_traits) anywhere", fix)
+
+
+def curand_headers(facts: ToolchainFacts, want: str | None) -> RuleResult:
+    """curand_kernel.h is in $CUDA_HOME/include: flashinfer's prefill JIT includes it."""
+    rule, fix = "curand-headers", pinned_fix(facts, want)
+    if not facts.cuda_home:
+        return RuleResult(rule, None, "no CUDA_HOME", fix)
+    header = f"{facts.cuda_home}/include/curand_kernel.h"
+    if "curand_kernel" in facts.exists:
+        return RuleResult(rule, True, header, fix)
+    missing = f"no {header} (nvidia-curand not installed)"
+    if "nvidia-curand" in facts.versions:
+        missing = f"no {header} (nvidia-curand {facts.versions['nvidia-curand']} lacks it)"
+    return RuleResult(rule, False, missing, fix)
+
+
+def same_version(version: str | None, other: str | None) -> bool:
+    """One release, however PEP 440 pads it (13.0.3 == 13.0.3.0); False when either is None."""
+    return bool(version and other) and _canonical(version or "") == _canonical(other or "")
 
 
 def _canonical(version: str) -> str:

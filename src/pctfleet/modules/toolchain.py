@@ -1,7 +1,7 @@
 """`cuda_toolchain` and `compile_probe`: a matched CUDA toolchain, proven by a real compile.
 
 The toolchain is installed only as the pinned set `cuda-toolkit[nvcc,nvvm,crt,
-cudart,cccl]==X` (never `nvidia-cuda-nvcc` alone, whose dependencies are not
+cudart,cccl,curand]==X` (never `nvidia-cuda-nvcc` alone, whose dependencies are not
 pinned, and never with `-U`). Whether it is matched is judged from pip
 metadata *and* from the binaries and headers (DOMAIN rules), so a tree that
 was patched by hand is found too.
@@ -15,7 +15,14 @@ from typing import Any, ClassVar, TypeVar
 from pctfleet.cuda.compile_probe import parse_probe, probe_script
 from pctfleet.cuda.facts import ToolchainFacts, major_minor, parse_toolchain, toolchain_snippet
 from pctfleet.cuda.known_errors import scan, symptom
-from pctfleet.cuda.rules import EXTRAS, arch_parts, check, expected_components
+from pctfleet.cuda.rules import (
+    COMPONENTS,
+    EXTRAS,
+    arch_parts,
+    check,
+    expected_components,
+    same_version,
+)
 from pctfleet.errors import PlaybookError, brief
 from pctfleet.modules.args import Args, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, from_fields
@@ -30,19 +37,13 @@ REPAIRABLE = {
     "nvcc-cudart",
     "ptx-isa",
     "cccl-present",
+    "curand-headers",
     "torch-cuda",
 }
 NEEDS_OPERATOR = {"no-stray-headers", "arch-supported"}
 DEFAULT_TOOLKIT = "13.0.2"  # what torch 2.11 (cu130) pins; used when no torch is installed
 DEFAULT_VENV = "/opt/sglang"
 DEFAULT_ARCH = "sm_120"
-COMPONENT_WHEELS = (
-    "nvidia-cuda-nvcc",
-    "nvidia-nvvm",
-    "nvidia-cuda-crt",
-    "nvidia-cuda-runtime",
-    "nvidia-cuda-cccl",
-)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ class ToolchainFact(FactReader[ToolchainFacts]):
             "cudart_version": major_minor(nvcc) or "",
             "gpu_archs": f"compute_90,compute_{digits}",
             "cccl_version": "3.0.1",
+            "exists.curand_kernel": "1",
             "gxx_version": "13.3.0",
             "python_h": "1",
             "ninja_version": "1.11.1",
@@ -181,8 +183,10 @@ class CudaToolchain(Module, name="cuda_toolchain", args=ToolchainArgs, fact=Tool
                 f"cicc {facts.cicc_release}, cudart {facts.cudart_version})",
             )
         reason = "; ".join(_explained(r.rule, r.evidence) for r in broken) or "build tools missing"
-        pinned = not any(r.rule == "toolkit-pinned" for r in broken)
-        script = _script(args, facts, target, bool(broken), bool(broken) and pinned, tools)
+        # uv takes an installed cuda-toolkit==target as satisfied and does not re-check
+        # the components it pins: while it stays, they are reinstalled by force.
+        force = bool(broken) and same_version(facts.versions.get("cuda-toolkit"), target)
+        script = _script(args, facts, target, bool(broken), force, tools)
         return Plan(True, script=script, msg=reason, diff=_diff(facts, target, tools))
 
 
@@ -224,6 +228,7 @@ def _script(
         APT=" ".join(t for t in tools if t in {"g++", "python3-dev"}),
         TOOLKIT=f"cuda-toolkit[{EXTRAS}]=={target}" if reinstall else "",
         FORCE="1" if force else "",
+        EXTRAS=EXTRAS,
         NINJA="1" if "ninja" in tools else "",
     )
 
@@ -231,7 +236,7 @@ def _script(
 def _diff(facts: ToolchainFacts, target: str, tools: list) -> dict:
     before = "".join(
         f"{name}=={facts.versions.get(name, '(absent)')}\n"
-        for name in ("cuda-toolkit", *COMPONENT_WHEELS)
+        for name in ("cuda-toolkit", *COMPONENTS)
     )
     pins = expected_components(target)
     after = f"cuda-toolkit=={target}\n" + "".join(f"{k}=={v}\n" for k, v in pins.items())

@@ -1,10 +1,11 @@
-# inputs: INSTALLER PYTHON APT TOOLKIT FORCE NINJA
+# inputs: INSTALLER PYTHON APT TOOLKIT FORCE EXTRAS NINJA
 # uses: pip
 # shellcheck shell=sh
 # "$@": pip's extra arguments. INSTALLER: uv's path, pip or ensurepip (lib/pip.sh).
 # APT: Debian packages to install ('' none); TOOLKIT: the
-# pinned set to install ('' none); FORCE=1: reinstall the components cuda-toolkit pins,
-# as they are (the files were changed by hand under matching metadata); NINJA=1: ninja.
+# pinned set to install ('' none); FORCE=1: reinstall the components cuda-toolkit pins
+# for the extras in EXTRAS (comma-separated), as the installed cuda-toolkit pins them: a
+# component of another release, or files changed by hand under matching metadata; NINJA=1: ninja.
 set -e
 export DEBIAN_FRONTEND=noninteractive
 if [ -n "$APT" ]; then
@@ -13,9 +14,10 @@ if [ -n "$APT" ]; then
 fi
 if [ -n "$TOOLKIT" ]; then pctfleet_pip "$INSTALLER" "$PYTHON" install "$@" "$TOOLKIT"; fi
 if [ -n "$FORCE" ]; then
-  pins=$("$PYTHON" - <<'PCTFLEET_PY'
+  pins=$("$PYTHON" - "$EXTRAS" <<'PCTFLEET_PY'
 import importlib.metadata as m
-wanted = ("nvcc", "nvvm", "crt", "cudart", "cccl")
+import sys
+wanted = sys.argv[1].split(",")
 pins = set()
 for req in m.requires("cuda-toolkit") or []:
     spec, _, marker = req.partition(";")

@@ -176,6 +176,8 @@ if [ -n "$CH" ]; then
     [ -L "$lk_path" ] && kv "link.$lk_name" "$(readlink "$lk_path")"
     [ -e "$lk_path" ] && pf_kv "exists.$lk_name" 1
   done
+  # cutlass's tensor_fill.h (flashinfer's prefill JIT) includes it.
+  [ -f "$CH/include/curand_kernel.h" ] && pf_kv exists.curand_kernel 1
 fi
 kv gxx_version "$(g++ -dumpfullversion 2>/dev/null || g++ -dumpversion 2>/dev/null)"
 kv cxx "$(command -v "${CXX:-c++}")"
