@@ -161,6 +161,20 @@ def ansible_recaps(report: dict[str, Any], cases: list[Case], host: str) -> dict
     return recaps
 
 
+def ansible_stats(report: dict[str, Any], host: str) -> dict[str, int]:
+    """Ansible's recap counters for `host`, less its fact gathering (ok once per play
+    that gathers): pctfleet reads facts with its first probe, not as a task."""
+    stats = dict(report.get("stats", {}).get(host, {}))
+    gathered = sum(
+        1
+        for play in report.get("plays", [])
+        for task in play.get("tasks", [])
+        if task["task"]["name"] == GATHERING and host in task.get("hosts", {})
+    )
+    stats["ok"] = stats.get("ok", 0) - gathered
+    return stats
+
+
 def pctfleet_recap(report: dict[str, Any]) -> list:
     """`pctfleet run --json` output of one container."""
     tasks = report["containers"][0]["tasks"] if report.get("containers") else []
@@ -315,6 +329,14 @@ def render(data: dict[str, Any]) -> str:
     lines += _deliberate(records)
     if meta.get("seconds") is not None:
         lines += ["", f"The suite took {meta['seconds']:.0f} s."]
+    if meta.get("ansible_ran_at"):
+        lines += [
+            "",
+            f"Ansible's side ran at {meta['ansible_ran_at']}; its outcome is kept by a hash of"
+            " everything it reads (corpus, -e, versions, the container's system), so a"
+            " later run with the same corpus runs pctfleet's side only"
+            " (`PCTFLEET_DIFF_FRESH=1` runs Ansible again).",
+        ]
     return "\n".join(lines) + "\n"
 
 

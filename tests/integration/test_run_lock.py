@@ -112,7 +112,8 @@ def test_waiting_gives_up_with_the_holder_named(inventory, tmp_path):
 
 def test_lock_of_a_killed_run_is_taken_over(inventory, tmp_path):
     in_ct(inventory, "rm -f /tmp/pctfleet-lock-log")
-    killed = start(inventory, book(tmp_path, 2), tmp_path, "--lock-lease", "1")
+    # The task outlasts any delay of a loaded machine: the kill lands while it holds the lock.
+    killed = start(inventory, book(tmp_path, 8), tmp_path, "--lock-lease", "1")
     deadline = time.monotonic() + 30
     while "start" not in in_ct(inventory, "cat /tmp/pctfleet-lock-log 2>/dev/null"):
         assert time.monotonic() < deadline

@@ -125,7 +125,7 @@ def test_the_report_counts_agreement_and_names_deliberate_differences(monkeypatc
     known.add("second", [{"what": "u", "ansible": "ok", "pctfleet": "changed"}])
     assert known.unexplained() == ["two [second] u: ansible 'ok', pctfleet 'changed'"]
     data = {
-        "meta": {"ansible": "ansible-core 2.19", "seconds": 61.4},
+        "meta": {"ansible": "ansible-core 2.19", "seconds": 61.4, "ansible_ran_at": "T1"},
         "records": [compat.asdict(same), compat.asdict(known)],
     }
     text = compat.render(data)
@@ -135,6 +135,7 @@ def test_the_report_counts_agreement_and_names_deliberate_differences(monkeypatc
     assert "| `two` (second) | 3 | same | same (1 deliberate) | **differs (1)** |" in text
     assert "| `two` | first | t | on purpose |" in text
     assert "The suite took 61 s." in text
+    assert "Ansible's side ran at T1;" in text
 
 
 def test_the_renderer_writes_the_file_and_refuses_without_records(tmp_path, capsys):
@@ -145,3 +146,14 @@ def test_the_renderer_writes_the_file_and_refuses_without_records(tmp_path, caps
     out = tmp_path / "compatibility.md"
     assert compat.main(["--records", str(records), "--out", str(out)]) == 0
     assert "Corpus: 0 playbooks, 0 tasks." in out.read_text()
+
+
+def test_ansible_stats_leave_out_fact_gathering():
+    gather = {"task": {"name": compat.GATHERING}, "hosts": {"h": {}}}
+    other = {"task": {"name": "copy"}, "hosts": {"h": {}}}
+    report = {
+        "plays": [{"tasks": [gather, other]}, {"tasks": [other]}],
+        "stats": {"h": {"ok": 3, "changed": 1}},
+    }
+    assert compat.ansible_stats(report, "h") == {"ok": 2, "changed": 1}
+    assert compat.ansible_stats(report, "missing") == {"ok": 0}
