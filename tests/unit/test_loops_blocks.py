@@ -317,3 +317,20 @@ def test_the_recap_counts_as_ansible_an_ignored_failure_and_each_included_file(t
     assert run.stats() == {
         "ok": 6, "changed": 2, "failed": 0, "skipped": 0, "rescued": 0, "ignored": 1
     }  # fmt: skip
+
+
+def test_an_ignored_failure_is_reported_as_ignored_when_it_happens(tmp_path):
+    """The journal writes each task as it is reported: `ignored` must be set by then."""
+    book = tmp_path / "book.yml"
+    book.write_text("- hosts: all\n  tasks:\n    - {command: /bin/false, ignore_errors: true}\n")
+    play = load_playbook(book, known_args()).plays[0]
+    reported: list[dict] = []
+    engine = ContainerEngine(
+        LocalTarget(),
+        ContainerRun("local", 100),
+        {},
+        RunOptions(base_dir=str(tmp_path)),
+        on_result=lambda run, result: reported.append(result.as_json()),
+    )
+    engine.play(play.tasks, [])
+    assert [(r["status"], r.get("ignored")) for r in reported] == [("failed", True)]

@@ -184,11 +184,11 @@ class ContainerEngine:
                     continue
             else:
                 result = self._run_task(task, remaining, handler)
+            # Marked before it is reported: the journal and the live output say "ignored" too.
+            result.ignored = result.status == "failed" and bool(task.ignore_errors)
             self.run.tasks.append(result)
             self.on_result(self.run, result)
-            if result.status == "failed" and task.ignore_errors:
-                result.ignored = True
-            elif result.status == "failed":
+            if result.status == "failed" and not result.ignored:
                 raise TaskFailed(f"task '{task.name}' failed: {result.msg}", task, result)
             if task.include is not None and result.status != "skipped":
                 self._run_include(task, remaining[1:], handler)
