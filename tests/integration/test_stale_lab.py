@@ -92,3 +92,35 @@ def test_audit_counts_the_hand_started_server_as_drift(stranger, tmp_path):
         "actual": wanted,
     } in container["drift"], container["drift"]
     assert container["remote_calls"] == 1
+
+
+def test_audit_is_clean_for_a_server_pctfleet_started_under_another_name(lab, tmp_path):
+    """A server task not named like the site playbook's (nor its PID file) is still ours."""
+    info = lab.up(nodes=2, containers=2)
+    book = tmp_path / "own.yml"
+    book.write_text(
+        textwrap.dedent(f"""\
+        - hosts: all
+          tasks:
+            - name: own server
+              server:
+                name: ownsrv
+                command: [python3, -m, http.server, "{PORT}", --bind, 127.0.0.1]
+                pidfile: /run/own/ownsrv.pid
+                logfile: /tmp/ownsrv.log
+                ready_port: {PORT}
+        """)
+    )
+    common = ["-i", str(info.inventory), "--limit", KEY, "-e", f"server_port={PORT}"]
+    try:
+        started = _pctfleet("run", *common, str(book))
+        assert started.returncode == 0, started.stdout[-2000:]
+        done = _pctfleet(
+            "audit", *common, "-p", str(book), "--json",
+            "--baseline-file", str(tmp_path / "b.json"),
+        )  # fmt: skip
+        (container,) = json.loads(done.stdout)["containers"]
+        assert not [d for d in container["drift"] if d["kind"] == "stale-process"], container
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    finally:  # its group, by the PID its file names
+        in_ct("p=$(cat /run/own/ownsrv.pid 2>/dev/null) && kill -TERM -$p; rm -rf /run/own; :")

@@ -310,6 +310,14 @@ def test_toolchain_matched_and_a_newer_cicc() -> None:
     assert not verdict.ok and verdict.message.startswith("nvcc-cicc mismatch")
 
 
+def test_toolchain_without_curand_headers_is_not_matched() -> None:
+    # Measured on an H200: without curand_kernel.h flashinfer's prefill JIT fails.
+    broken = MATCHED.replace("exists.curand_kernel=1\n", "")
+    verdict = verdict_toolchain(Gathered.parse({"toolchain": broken}, []))
+    assert not verdict.ok and verdict.message.startswith("curand-headers mismatch")
+    assert "curand_kernel.h" in verdict.message
+
+
 def test_toolchain_unknown_is_not_matched() -> None:
     verdict = verdict_toolchain(Gathered.parse({"toolchain": "venv=/opt/sglang"}, []))
     assert not verdict.ok

@@ -1,9 +1,10 @@
 """What doctor and audit report that pctfleet did not leave there: processes and JIT objects.
 
-Processes: whatever listens on the serving port, or holds /dev/nvidia* open, outside the
-process group of the server our PID file names (with our PCTFLEET_SERVER marker), as the
-`server` module finds them. JIT objects: flashinfer cache entries whose folder's stamp is
-another toolchain's id, or that carry no stamp at all, as `flashinfer_cache` judges them.
+Processes: whatever listens on the serving port, or holds /dev/nvidia* open, without a
+PCTFLEET_SERVER marker in its environment: a server any `server` task started carries one,
+whatever the task named it, and so do its workers. JIT objects: flashinfer cache entries
+whose folder's stamp is another toolchain's id, or that carry no stamp at all, as
+`flashinfer_cache` judges them.
 Both ride in the command's one probe: one snippet, read as the two modules' facts.
 """
 
@@ -23,11 +24,9 @@ from pctfleet.sh import snippet
 SITE_DEFAULTS = {
     "venv": "/opt/sglang",
     "server_port": 30000,
-    "server_pidfile": "/run/pctfleet/sglang.pid",
     "server_home": "/root",  # whose ~/.cache/flashinfer the server fills
     "flashinfer_workspace_base": "/var/cache/flashinfer-workspace",
 }
-SERVER_NAME = "sglang"  # the site playbook's server task: its PCTFLEET_SERVER marker
 _PORT = re.compile(r"listening on port (\d+)")
 
 
@@ -75,15 +74,7 @@ def stale_snippet(variables: Mapping[str, Any]) -> str:
     """The server's process fact and the JIT cache fact, each in its own subshell."""
     settings = _settings(variables)
     venv, dirs = _cache_args(settings)
-    processes = snippet(
-        "server_process",
-        PIDFILE=settings["server_pidfile"],
-        NAME=SERVER_NAME,
-        ENV_FILE="",
-        READY_URL="",
-        PORT=settings["server_port"],
-        STALE_PIDFILES="",
-    )
+    processes = snippet("stale_process", PORT=settings["server_port"])
     cache = snippet("flashinfer_cache_fact", argv=dirs, VENV=venv, CH_ARG="", STAMP=STAMP)
     return f"(\n{processes}\n)\n(\n{cache}\n)\n"
 

@@ -42,6 +42,8 @@ TOOLCHAIN_RULES = (
     "nvcc-cudart",
     "ptx-isa",
     "no-stray-headers",
+    # flashinfer's prefill JIT includes curand_kernel.h (through cutlass).
+    "curand-headers",
 )
 SERVER_ENV = ("CUDA_HOME", "FLASHINFER_WORKSPACE_BASE")
 ANY_ADDRESS = {"", "0.0.0.0", "::", "*"}
@@ -202,7 +204,7 @@ def verdict_toolchain(gathered: Gathered) -> Verdict:
         True,
         f"cuda-toolkit {facts.versions.get('cuda-toolkit', want)}: nvcc {facts.nvcc_version}, "
         f"ptxas {facts.ptxas_version}, cicc {facts.cicc_release}, CUDART {facts.cudart_version}, "
-        f"PTX {facts.ptx_version} <= {facts.ptxas_max_ptx}; no stray headers",
+        f"PTX {facts.ptx_version} <= {facts.ptxas_max_ptx}; no stray headers; cuRAND headers",
     )
 
 

@@ -4,7 +4,8 @@ from pctfleet.infra import check, verdict_cccl, verdict_jit, verdict_links, verd
 
 test_toolchain_matched = check(
     verdict_toolchain,
-    "nvcc, ptxas, cicc and CUDART agree, as the pip metadata says; no stray headers.",
+    "nvcc, ptxas, cicc and CUDART agree, as the pip metadata says; no stray headers;"
+    " cuRAND headers present.",
 )
 test_links_resolve = check(
     verdict_links,

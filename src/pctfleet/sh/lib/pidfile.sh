@@ -18,3 +18,6 @@ pctfleet_live_pid() {  # pidfile
 pctfleet_pid_marked() {  # pid name: its environment carries PCTFLEET_SERVER=NAME (ours)
   tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -qxF "PCTFLEET_SERVER=$2"
 }
+pctfleet_pid_started() {  # pid: it carries a PCTFLEET_SERVER marker, whatever the server's name
+  tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -q '^PCTFLEET_SERVER='
+}
