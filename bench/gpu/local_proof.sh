@@ -1,11 +1,12 @@
 #!/bin/bash
 # `provision --local` on a GPU machine with no package index, then flashinfer's JIT.
 #
-#   bench/gpu/local_fetch.sh .whl/lp          # here: the wheels, in carry batches
+#   bench/gpu/local_fetch.sh .whl/lp          # here: the wheels, in carry chunks
 #   bench/gpu/local_proof.sh STAGE OUT base   # there: fresh venv, provision x2, doctor, JIT
 #   bench/gpu/local_proof.sh STAGE OUT incidents   # there: three mismatches, each repaired
 #
-# STAGE holds every wheel flat (the batches copied together). The venv sees the
+# STAGE holds every wheel flat (local_fetch.sh's DEST/all, the chunks untarred);
+# STAGE/incident the 13.2 wheels of the nvcc incident, out of uv's sight. The venv sees the
 # machine's torch (a .pth to its site-packages) but none of /usr/local/cuda:
 # every command here runs without CUDA_HOME, LIBRARY_PATH, CPATH or
 # /usr/local/cuda/bin, and pip/uv see only STAGE. OUT gets proof.log and
@@ -45,7 +46,11 @@ try:
     doc = json.load(open(path))
 except Exception:
     doc = None
-if isinstance(doc, dict) and "summary" in doc and doc.get("containers"):
+if isinstance(doc, dict) and doc.get("containers") and "checks" in doc["containers"][0]:
+    c = doc["containers"][0]
+    row.update(status=c["status"], checks=[(k["id"].split("::")[-1], k["outcome"],
+                                            k.get("message", "")[:300]) for k in c["checks"]])
+elif isinstance(doc, dict) and "summary" in doc and doc.get("containers"):
     c = doc["containers"][0]
     row.update(status=c["status"], calls=c["remote_calls"], changed=c["stats"]["changed"],
                failed=c["stats"]["failed"],
@@ -73,6 +78,9 @@ pf() {  # step pctfleet-args...
 }
 provision() { pf "$1" provision --local --tags "$TAGS" "${VARS[@]}"; }
 doctor() { pf "$1" doctor --local --venv "$V" --env-file "$ENVF" --arch sm_90; }
+verify() {  # the testinfra checks of the CUDA side (no server runs here)
+  pf "$1" verify --local "${VARS[@]}" -k 'toolchain or links or cccl or jit_cache'
+}
 jit() {  # step: a fresh JIT cache, the environment the server would get
   local ws=$W/ws-$1 start rc
   rm -rf "$ws" && mkdir -p "$ws"
@@ -114,6 +122,7 @@ base() {
   clean sh -c 'set -a; . "$1"; set +a; echo "CUDA_HOME=$CUDA_HOME"; command -v nvcc
     nvcc --version | tail -2' sh "$ENVF" 2>&1 | tee -a "$LOG"
   doctor doctor-matched
+  verify verify-matched
   jit jit-matched
 }
 
@@ -124,6 +133,11 @@ incident() {  # name: break, doctor, JIT, provision, doctor, provision again
   case $name in
     nvvm-13.2)  # cicc and libdevice of nvidia-nvvm 13.2 beside ptxas 13.0, metadata untouched
       tar -xJf "$STAGE"/nvidia_nvvm-13.2.78-cicc.tar.xz -C "$ch" ;;
+    nvcc-13.2)  # nvcc, nvvm and crt of 13.2 over the 13.0 set, as pip would put them
+      clean uv pip install -q --python "$V/bin/python" --no-deps "$STAGE"/incident/*.whl \
+        >>"$LOG" 2>&1
+      clean "$V/bin/python" -m pip list 2>/dev/null | grep -E 'nvidia-(cuda-(nvcc|crt|runtime)|nvvm)' \
+        | tee -a "$LOG" ;;
     cudart-13.2)  # the runtime wheel of 13.2 over the 13.0 set, as pip would put it
       clean uv pip install -q --python "$V/bin/python" --no-deps \
         nvidia-cuda-runtime==13.2.75 >>"$LOG" 2>&1 ;;
@@ -135,9 +149,11 @@ incident() {  # name: break, doctor, JIT, provision, doctor, provision again
       rm -f "$ch"/lib/libcudart.so ;;
   esac
   doctor "doctor-$name"
+  verify "verify-$name"
   jit "jit-$name"
   provision "repair-$name"
   doctor "doctor-after-$name"
+  verify "verify-after-$name"
   provision "again-$name"
   if [ "${JIT_AFTER_REPAIR:-0}" = 1 ]; then jit "jit-after-$name"; fi
 }
