@@ -160,3 +160,18 @@ def test_the_page_and_the_readme_headline_come_from_one_document():
     new = tables.splice_headline(readme, doc)
     assert "old 34.7x" not in new and "45.0x faster than Ansible" in new
     assert new.startswith("# x\n\nbefore\n") and new.endswith(f"{tables.HEADLINE_END}\nafter\n")
+
+
+def test_run_reads_startup_py_by_its_contract_and_none_without_it(tmp_path, monkeypatch):
+    import run
+
+    monkeypatch.setattr(run, "STARTUP_MODULE", tmp_path / "startup.py")
+    assert run.load_startup() is None
+    (tmp_path / "startup.py").write_text(
+        "def measure(inventory, playbook, runs):\n"
+        "    return {'import_s': 0.1, 'first_connect_s': 0.2, 'runs': runs, 'extra': 1}\n"
+    )
+    module = run.load_startup()
+    got = run.startup_result(module.measure("inv", "pb", 5))
+    assert got == {"import_s": 0.1, "first_connect_s": 0.2, "runs": 5}
+    assert verdict(document([], startup_probe=got), "CLI reaches")[1] == "met"
