@@ -133,7 +133,7 @@ def targets(document: dict) -> list[Row]:
     summary = summarize(samples)
     rows: list[Row] = []
     for size, nodes in sizes(document).items():
-        where = f"{size} containers, {nodes} node{'s' if nodes > 1 else ''}"
+        where = _where(size, nodes)
         rows.append(_pair_target(samples, size, where, "ansible"))
         rows.append(_pair_target(samples, size, where, "floor"))
         rows.append(_calls_target(summary.get(("pctfleet", "noop", size)), where))
@@ -149,6 +149,10 @@ def targets(document: dict) -> list[Row]:
         rows.append(latency_target(document, summary, size, nodes))
     rows += sim_targets(document.get("simulation") or [])
     return rows
+
+
+def _where(size: int, nodes: int) -> str:
+    return f"{size} containers, {nodes} node{'s' if nodes > 1 else ''}"
 
 
 def _ratio_row(label: str, ratios: list[float], target: float, at_least: bool) -> Row:
@@ -214,8 +218,7 @@ def latency_target(document: dict, summary: dict, size: int, nodes: int) -> Row:
     is k round trips overall, not k per node added up.
     """
     ms = (document.get("settings") or {}).get("latency_ms")
-    label = f"no-op +latency, {size} containers, {nodes} node(s): grows <= "
-    label += f"{LATENCY_ROUND_TRIPS} round trips"
+    label = f"no-op +latency, {_where(size, nodes)}: grows <= {LATENCY_ROUND_TRIPS} round trips"
     base, lat = (
         summary.get(("pctfleet", "noop", size)),
         summary.get(("pctfleet", "noop+latency", size)),
@@ -551,9 +554,10 @@ def headline(document: dict) -> str:
     sim = {p["containers"]: p for p in document.get("simulation") or [] if p["mode"] == "noop"}
     if sim:
         big = sim[max(sim)]
+        call = f" ({big['latency_s']:g} s a call)" if big.get("latency_s") else ""
         parts.append(
             f"A simulated fleet of {big['containers']:,} containers on {big.get('nodes', '?')} "
-            f"nodes (0.2 s a call): no-op {big['wall_s']:.1f} s, {big['peak_mb']:.0f} MB, "
+            f"nodes{call}: no-op {big['wall_s']:.1f} s, {big['peak_mb']:.0f} MB, "
             f"{1000 * big['cpu_s'] / big['containers']:.1f} ms of controller CPU a container."
         )
     parts.append(
