@@ -390,7 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.render:
-        document = json.loads(args.render.read_text(encoding="utf-8"))
+        try:
+            document = json.loads(args.render.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            parser.error(f"--render {args.render}: {exc}")
         print(tables.console(document))
         publish(args, document)
         return 0

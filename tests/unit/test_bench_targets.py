@@ -175,3 +175,23 @@ def test_run_reads_startup_py_by_its_contract_and_none_without_it(tmp_path, monk
     got = run.startup_result(module.measure("inv", "pb", 5))
     assert got == {"import_s": 0.1, "first_connect_s": 0.2, "runs": 5}
     assert verdict(document([], startup_probe=got), "CLI reaches")[1] == "met"
+
+
+def test_render_writes_the_page_and_the_headline_and_refuses_a_bad_file(tmp_path, capsys):
+    import json
+
+    import pytest
+    import run
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(document(ansible_pairs(45, 5) + floor_pairs(1.1, 5))))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"a\n{tables.HEADLINE_BEGIN}\nold\n{tables.HEADLINE_END}\nb\n")
+    docs = tmp_path / "benchmarks.md"
+    argv = ["--render", str(results), "--docs", str(docs), "--readme", str(readme)]
+    assert run.main(argv) == 0
+    assert "| met |" in docs.read_text() and "45.0x faster" in readme.read_text()
+    results.write_text("{not json")
+    with pytest.raises(SystemExit) as exit_:
+        run.main(argv)
+    assert exit_.value.code == 2 and f"--render {results}" in capsys.readouterr().err
