@@ -119,6 +119,10 @@ def test_latency_allows_three_round_trips_overall_not_per_node():
     measured, said = verdict(document(missed), label)
     assert said == "missed: 0.15 s over" and "4.5 round trips" in measured
     assert verdict(document(base), label)[1].startswith("not measured")
+    noisy = base + [sample("pctfleet", "noop", 2.0)] + floor_pairs(1.35, 5, scenario="noop+latency")
+    assert (
+        verdict(document(noisy), label)[1] == "met (no-op samples spread 0.90 s: within the noise)"
+    )
 
 
 def point(mode: str, containers: int, wall: float, cpu: float, mb: float) -> dict:
