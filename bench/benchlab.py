@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pctfleet.lab import Lab
@@ -49,8 +49,10 @@ echo $! > /run/bench/stale.pid
 @dataclass
 class BenchLab:
     lab: Lab
-    inventory: Path
+    inventory: Path  # every node and container
     work: Path  # scratch space for the benchmark (Ansible's HOME, baselines, ...)
+    # containers -> an inventory of that many (the first node alone, then both nodes)
+    inventories: dict[int, Path] = field(default_factory=dict)
 
     @property
     def info(self):  # noqa: ANN201 - pctfleet.lab.LabInfo
@@ -119,8 +121,8 @@ def server_port(node_index: int, ctid: int) -> int:
     return PORT_BASE + node_index * 10 + (ctid - 200)
 
 
-def render_inventory(lab: Lab) -> str:
-    """Ansible YAML for proxmox_pct_remote, which pctfleet reads as it is."""
+def render_inventory(lab: Lab, nodes: int | None = None) -> str:
+    """Ansible YAML for proxmox_pct_remote, which pctfleet reads as it is (first `nodes`)."""
     info = lab.info
     lines = [
         "# The benchmark's inventory (written by bench/run.py): Ansible YAML for",
@@ -132,7 +134,7 @@ def render_inventory(lab: Lab) -> str:
         f"    standin_src: {STANDIN}",
         "  children:",
     ]
-    for index, node in enumerate(info.nodes, start=1):
+    for index, node in enumerate(info.nodes[:nodes], start=1):
         lines += [
             f"    {node.name}:",
             f"      vars: {{ansible_host: {node.address}}}",
@@ -155,4 +157,9 @@ def bring_up(say=print) -> BenchLab:  # noqa: ANN001
     work.mkdir(exist_ok=True)
     inventory = work / "inventory.yml"
     inventory.write_text(render_inventory(lab), encoding="utf-8")
-    return BenchLab(lab, inventory, work)
+    inventories = {}
+    for nodes in range(1, NODES + 1):
+        path = work / f"inventory-{nodes}node.yml"
+        path.write_text(render_inventory(lab, nodes), encoding="utf-8")
+        inventories[sum(len(n.containers) for n in lab.info.nodes[:nodes])] = path
+    return BenchLab(lab, inventory, work, inventories)

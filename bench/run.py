@@ -1,12 +1,13 @@
 """pctfleet against Ansible's proxmox_pct_remote and the floor, on one lab, in one run.
 
-    .venv/bin/python bench/run.py                 # everything, about 12 minutes
+    .venv/bin/python bench/run.py                 # everything, about 35 minutes
     .venv/bin/python bench/run.py --no-ansible    # pctfleet, the floor and the simulation
-    .venv/bin/python bench/run.py --runs 5 --json /tmp/bench.json
+    .venv/bin/python bench/run.py --runs 3 --no-sim --docs /tmp/b.md --readme -
 
-Prints a table, writes the raw samples as JSON and regenerates
-docs/benchmarks.md. Traffic goes only to the lab on 127.0.12.x. See
-bench/README.md for what is measured and how.
+Prints a table, writes the raw samples as JSON, regenerates
+docs/benchmarks.md (every target marked met, missed or not measured) and the
+marked headline block of README.md. Traffic goes only to the lab on
+127.0.12.x. See bench/README.md for what is measured and how.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import importlib.util  # noqa: E402
+
 import ansible_env  # noqa: E402
 import benchlab  # noqa: E402
 import simbench  # noqa: E402
@@ -32,10 +35,11 @@ from measure import Measured, measure  # noqa: E402
 
 PYTHON = sys.executable
 PLAYBOOK = HERE / "pctfleet_site.yml"
-FORKS = 6
-LATENCY_MS = 20
+LATENCY_MS = 50  # each way, on every node
 VERIFY_CHECKS = "server_port_listens or server_health_200"
-PAIRS = 3  # back-to-back floor/pctfleet no-op pairs per round
+CONVERGE_RUNS = 3
+PAIRS = 3  # back-to-back floor/pctfleet no-op pairs per round and size
+STARTUP_MODULE = HERE / "startup.py"  # measure(inventory, playbook, runs) -> dict
 
 
 @dataclass
@@ -55,7 +59,8 @@ class Sample:
     changed: int | None = None  # containers the run reported as changed
     ok: bool = True
     note: str = ""
-    pair: str = ""  # pctfleet and floor samples taken back to back share this
+    pair: str = ""  # samples compared pair by pair (floor or Ansible, and pctfleet) share this
+    containers: int = 0  # the size of the lab this ran on
 
 
 @dataclass
@@ -65,6 +70,12 @@ class Bench:
     samples: list[Sample] = field(default_factory=list)
     checks: list[dict] = field(default_factory=list)
     startups: dict[str, list[float]] = field(default_factory=dict)
+    startup_probe: dict | None = None  # bench/startup.py's medians, when it exists
+    size: int = 0  # containers in the inventory the tools are run against now
+
+    @property
+    def inventory(self) -> Path:
+        return self.lab.inventories.get(self.size, self.lab.inventory)
 
     def say(self, text: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
@@ -94,7 +105,8 @@ class Bench:
             maxrss_mb=round(result.maxrss_mb, 1),
             exit_code=result.exit_code,
             logins=logins,
-            sessions_per_ct=round(sessions / self.lab.containers(), 2),
+            sessions_per_ct=round(sessions / (self.size or self.lab.containers()), 2),
+            containers=self.size or self.lab.containers(),
             **parsed,
         )
         if not sample.ok:
@@ -102,7 +114,8 @@ class Bench:
             tail = (result.stdout[-1500:] + "\n" + result.stderr[-1500:]).strip()
             print(tail, file=sys.stderr)
         self.say(
-            f"  {tool:8} {scenario:13} {sample.wall_s:7.2f}s wall {sample.cpu_s:6.2f}s cpu "
+            f"  {tool:8} {scenario:13} {sample.containers} cts {sample.wall_s:7.2f}s wall "
+            f"{sample.cpu_s:6.2f}s cpu "
             f"{sample.sessions_per_ct:5.1f} pct/ct {max(logins.values())} logins/node"
         )
         self.samples.append(sample)
@@ -111,35 +124,37 @@ class Bench:
     # -- the tools -----------------------------------------------------------------
 
     def _pctfleet_common(self) -> list[str]:
-        return ["-i", str(self.lab.inventory), "--known-hosts", str(self.lab.info.known_hosts)]
+        return ["-i", str(self.inventory), "--known-hosts", str(self.lab.info.known_hosts)]
 
     def pctfleet_run(self, scenario: str) -> Sample:
         argv = [PYTHON, "-m", "pctfleet", "run", str(PLAYBOOK), *self._pctfleet_common()]
-        argv += ["--forks", str(FORKS), "--json", "--journal-dir", str(self.lab.work / "runs")]
+        argv += ["--json", "--journal-dir", str(self.lab.work / "runs")]
         read = no_change(read_pctfleet_run) if "noop" in scenario else read_pctfleet_run
         return self.sample("pctfleet", scenario, argv, read)
 
     def pctfleet_audit(self) -> Sample:
         argv = [PYTHON, "-m", "pctfleet", "audit", *self._pctfleet_common()]
-        argv += ["--playbook", str(PLAYBOOK), "--forks", str(FORKS), "--json"]
+        argv += ["--playbook", str(PLAYBOOK), "--json"]
         argv += ["--baseline-file", str(self.lab.work / "baseline.json")]
         return self.sample("pctfleet", "audit", argv, read_pctfleet_audit)
 
     def pctfleet_verify(self) -> Sample:
         argv = [PYTHON, "-m", "pctfleet", "verify", *self._pctfleet_common()]
-        argv += ["-k", VERIFY_CHECKS, "--forks", str(FORKS), "--json"]
+        argv += ["-k", VERIFY_CHECKS, "--json"]
         # verify reads its settings from inventory vars; the playbook's are play vars.
         argv += ["-e", "server_host=127.0.0.1", "-e", "server_pidfile=/run/bench/server.pid"]
         return self.sample("pctfleet", "verify", argv, read_pctfleet_verify)
 
     def floor(self, scenario: str) -> Sample:
-        argv = [PYTHON, str(HERE / "floor.py"), str(self.lab.inventory), str(PLAYBOOK)]
+        argv = [PYTHON, str(HERE / "floor.py"), str(self.inventory), str(PLAYBOOK)]
         argv.append(str(self.lab.info.known_hosts))
         return self.sample("floor", scenario, argv, read_floor)
 
     def ansible_run(self, scenario: str, env: dict) -> Sample:
-        argv = ansible_env.playbook_argv(self.lab.inventory)
+        argv = ansible_env.playbook_argv(self.inventory)
         read = no_change(read_ansible) if "noop" in scenario else read_ansible
+        # One fork per container: every container at once, as pctfleet does.
+        env = {**env, "ANSIBLE_FORKS": str(self.size or self.lab.containers())}
         return self.sample("ansible", scenario, argv, read, env=env)
 
     def state_check(self, after: str) -> None:
@@ -155,9 +170,13 @@ class Bench:
     # -- the blocks ----------------------------------------------------------------
 
     def converge_rounds(self, aenv: dict | None) -> None:
-        """First converges, each from the reset state; the floor's checks confirm each."""
-        for i in range(self.runs):
-            self.say(f"first converge, round {i + 1}/{self.runs}")
+        """First converges, each from the reset state; the floor's checks confirm each.
+
+        No target rests on them, so CONVERGE_RUNS of them, not --runs.
+        """
+        for i in range(min(self.runs, CONVERGE_RUNS)):
+            self.size = 0  # the whole lab
+            self.say(f"first converge, round {i + 1}")
             self.lab.reset()
             self.pctfleet_run("converge")
             self.state_check("pctfleet converge")
@@ -167,28 +186,32 @@ class Bench:
                 self.state_check("ansible converge")
 
     def noop_rounds(self, aenv: dict | None) -> None:
-        """Every tool's no-op side by side, round after round, then again behind latency.
+        """Every tool's no-op side by side, round after round, per size, then behind latency.
 
         The containers hold pctfleet's converged state, which is converged for
         Ansible's playbook too (its server check is the same PID file), so the
         tools take turns and a burst of load on the machine hits them alike.
         pctfleet and the floor take a few seconds each, so they run in pairs,
-        back to back, PAIRS times a round: their ratio is taken pair by pair.
+        back to back, PAIRS times a round; Ansible and pctfleet make one pair a
+        round, which goes first alternating. Ratios are taken pair by pair.
         """
+        self.size = 0
         self.say("pctfleet converges the containers for the no-op rounds")
         self.pctfleet_run("setup")
+        self.measure_startup_probe()
         for i in range(self.runs):
-            self.say(f"no-op, round {i + 1}/{self.runs}")
-            self.measure_startup()
-            self.paired("noop", i)
-            if aenv is not None:
-                self.ansible_run("noop", aenv)
+            for size in sorted(self.lab.inventories):
+                self.size = size
+                self.say(f"no-op, round {i + 1}/{self.runs}, {size} containers")
+                self.measure_startup()
+                self.paired("noop", i)
+                if aenv is not None:
+                    self.ansible_pair("noop", i, aenv)
+                with self.lab.latency(LATENCY_MS):
+                    self.paired("noop+latency", i)
+            self.size = 0
             self.pctfleet_audit()
             self.pctfleet_verify()
-            with self.lab.latency(LATENCY_MS):
-                self.paired("noop+latency", i)
-                if aenv is not None:
-                    self.ansible_run("noop+latency", aenv)
         self.samples = [s for s in self.samples if s.scenario != "setup"]
 
     def measure_startup(self) -> None:
@@ -196,11 +219,51 @@ class Bench:
         for name, argv in STARTUP.items():
             self.startups.setdefault(name, []).append(round(measure(argv).wall_s, 3))
 
+    def measure_startup_probe(self) -> None:
+        """The CLI's time to its first SSH connect, by bench/startup.py where it exists."""
+        module = load_startup()
+        if module is None:
+            self.say("bench/startup.py is not there: start-up to first connect not measured")
+            return
+        try:
+            self.startup_probe = startup_result(
+                module.measure(self.lab.inventory, PLAYBOOK, self.runs)
+            )
+        except Exception as exc:  # noqa: BLE001 - a broken probe is reported, not fatal
+            self.startup_probe = {"error": f"{type(exc).__name__}: {exc}"}
+        self.say(f"  start-up: {self.startup_probe}")
+
     def paired(self, scenario: str, round_: int) -> None:
         for j in range(PAIRS):
-            pair = f"{scenario}/{round_}/{j}"
+            pair = f"floor/{scenario}/{self.size}/{round_}/{j}"
             self.floor(scenario).pair = pair
             self.pctfleet_run(scenario).pair = pair
+
+    def ansible_pair(self, scenario: str, round_: int, aenv: dict) -> None:
+        """Ansible and pctfleet back to back, pctfleet first in even rounds."""
+        pair = f"ansible/{scenario}/{self.size}/{round_}"
+        runs = [lambda: self.pctfleet_run(scenario), lambda: self.ansible_run(scenario, aenv)]
+        for run in runs if round_ % 2 == 0 else runs[::-1]:
+            run().pair = pair
+
+
+def load_startup():  # noqa: ANN201 - the module, or None
+    """bench/startup.py, imported by path; None where it is not there."""
+    if not STARTUP_MODULE.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("startup", STARTUP_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def startup_result(result: dict) -> dict:
+    """startup.measure's answer, in the keys tables.py reads (medians in seconds, runs)."""
+    return {
+        "import_s": result.get("import_s"),
+        "first_connect_s": result.get("first_connect_s"),
+        "runs": result.get("runs"),
+    }
 
 
 # -- reading each tool's output ----------------------------------------------------------
@@ -283,6 +346,15 @@ STARTUP = {
 }
 
 
+def write_readme(path: Path, document: dict) -> bool:
+    """README.md's marked headline block from this run; False where the page has no block."""
+    text = path.read_text(encoding="utf-8")
+    if tables.HEADLINE_BEGIN not in text or tables.HEADLINE_END not in text:
+        return False
+    path.write_text(tables.splice_headline(text, document), encoding="utf-8")
+    return True
+
+
 def write_docs(path: Path, document: dict) -> None:
     """The page, keeping the section bench/installers.py wrote (it measures on its own)."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -291,9 +363,19 @@ def write_docs(path: Path, document: dict) -> None:
     path.write_text(tables.splice_installers(page, kept) if kept else page, encoding="utf-8")
 
 
+def publish(args: argparse.Namespace, document: dict) -> None:
+    """docs/benchmarks.md and README.md's headline block, unless '-'."""
+    if str(args.docs) != "-":
+        write_docs(args.docs, document)
+        print(f"wrote {args.docs}", file=sys.stderr)
+    if str(args.readme) != "-":
+        done = write_readme(args.readme, document)
+        print(f"{'wrote' if done else 'no headline markers in'} {args.readme}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="samples per measurement (>= 3)")
+    parser.add_argument("--runs", type=int, default=5, help="rounds of no-ops (>= 3)")
     parser.add_argument("--no-ansible", action="store_true", help="skip the Ansible side")
     parser.add_argument("--no-sim", action="store_true", help="skip the simulated fleet")
     parser.add_argument("--json", type=Path, default=benchlab.STATE_DIR / "bench/results.json")
@@ -301,14 +383,19 @@ def main(argv: list[str] | None = None) -> int:
         "--docs", type=Path, default=ROOT / "docs/benchmarks.md", help="'-' to skip"
     )
     parser.add_argument(
+        "--readme", type=Path, default=ROOT / "README.md", help="headline block; '-' to skip"
+    )
+    parser.add_argument(
         "--render", type=Path, help="measure nothing: print and write docs from this JSON"
     )
     args = parser.parse_args(argv)
     if args.render:
-        document = json.loads(args.render.read_text(encoding="utf-8"))
+        try:
+            document = json.loads(args.render.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            parser.error(f"--render {args.render}: {exc}")
         print(tables.console(document))
-        if str(args.docs) != "-":
-            write_docs(args.docs, document)
+        publish(args, document)
         return 0
     if args.runs < 3:
         parser.error("--runs must be at least 3 (each cell is a median)")
@@ -330,8 +417,15 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "machine": tables.machine(),
         "versions": versions,
-        "settings": {"forks": FORKS, "latency_ms": LATENCY_MS, "runs": args.runs},
+        "settings": {
+            "forks": "pctfleet: its default; ansible: one per container",
+            "latency_ms": LATENCY_MS,
+            "runs": args.runs,
+            "pairs": PAIRS,
+            "sizes": {str(n): n // benchlab.CONTAINERS for n in bench.lab.inventories},
+        },
         "startup": {k: statistics.median(v) for k, v in bench.startups.items()},
+        "startup_probe": bench.startup_probe,
         "samples": [asdict(s) for s in bench.samples],
         "state_checks": bench.checks,
         "simulation": simulation,
@@ -340,9 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     print(tables.console(document))
-    if str(args.docs) != "-":
-        write_docs(args.docs, document)
-        bench.say(f"wrote {args.docs} and {args.json}")
+    publish(args, document)
+    bench.say(f"wrote {args.json}")
     failed = [s for s in bench.samples if not s.ok] + [
         c for c in bench.checks if not c["converged"]
     ]
