@@ -169,3 +169,62 @@ def test_v_with_json_keeps_stdout_one_json_document(tmp_path):
     assert document["summary"]["changed"] == 1
     assert b"local/0 | step 2" in done.stderr
     assert b"\x1b" not in done.stdout + done.stderr
+
+
+# -- audit and verify on many containers --------------------------------------------------
+
+
+def many_audits():  # noqa: ANN201
+    from pctfleet.cuda.audit import ContainerAudit, DriftItem
+
+    same = {"nvcc": "12.8", "driver": "570"}
+    audits = [ContainerAudit(f"pve{n % 3}/{200 + n}", "clean", fingerprint=same) for n in range(12)]
+    audits[4] = ContainerAudit(
+        "pve1/204",
+        "drift",
+        message="1 task would change",
+        items=[DriftItem("task", "pin [bold]torch[/bold]", "2.9.1", "2.8.0")],
+        fingerprint={"nvcc": "12.6", "driver": "570"},
+    )
+    audits[5] = ContainerAudit("pve2/205", "unreachable", message="node down")
+    return audits
+
+
+def test_outcome_summary_counts_by_node_and_lists_only_nodes_needing_attention():
+    assert progress.outcome_summary(many_audits(), "clean") == [
+        "12 container(s): 10 clean, 1 drift, 1 unreachable",
+        "  pve1: 3 clean, 1 drift",
+        "  pve2: 3 clean, 1 unreachable",
+        "  1 other node(s): all clean",
+    ]
+
+
+def test_audit_of_many_containers_summarises_first_and_details_only_attention():
+    from pctfleet.cli import auditview
+
+    console = Console(file=io.StringIO(), width=200)
+    auditview.render(console, many_audits())
+    out = console.file.getvalue()
+    assert out.startswith("12 container(s): 10 clean, 1 drift, 1 unreachable\n")
+    assert "pve1/204: drift" in out and "pin [bold]torch[/bold]" in out
+    assert "pve2/205: unreachable" in out
+    assert "pve0/200" not in out  # clean, and its versions agree with the majority
+    assert "10 other container(s) have the majority's versions" in out
+
+
+def test_verify_of_many_containers_summarises_first_and_lists_only_failures():
+    from pctfleet.verify.runner import CheckResult, ContainerResult, VerifyResult, render
+
+    rows = [
+        ContainerResult(f"pve{n % 2}/{200 + n}", "passed", checks=[CheckResult("server", "passed")])
+        for n in range(11)
+    ]
+    rows[3] = ContainerResult(
+        "pve1/203", "failed", checks=[CheckResult("server", "failed", "no pid")]
+    )
+    console = Console(file=io.StringIO(), width=200)
+    render(console, VerifyResult(rows, 1.0))
+    out = console.file.getvalue()
+    assert out.startswith("11 container(s): 10 passed, 1 failed\n  pve1: 4 passed, 1 failed\n")
+    assert "pve1/203 server: no pid" in out
+    assert "pve0/200" not in out

@@ -298,3 +298,32 @@ def display_for(console: Any, plays: list, verbose: int = 0, as_json: bool = Fal
     if verbose:  # only then is the output of commands streamed at all
         tracker.on_output = display.output_line
     return display
+
+
+# -- a finished command over many containers -------------------------------------------
+
+COMPACT_OVER = 10  # more containers than this: details only for those needing attention
+
+
+def outcome_summary(outcomes: Iterable[Any], good: str, nodes: int = 20) -> list[str]:
+    """`N container(s): 9 clean, 1 drift`, then a line per node with a container not `good`."""
+    outcomes = list(outcomes)
+    by_node: dict[str, Counter[str]] = {}
+    for outcome in outcomes:
+        node = outcome.container.split("/")[0]
+        by_node.setdefault(node, Counter())[str(outcome.status)] += 1
+    total = sum(by_node.values(), Counter())
+    lines = [f"{len(outcomes)} container(s): {_counted(total, good)}"]
+    troubled = [(n, c) for n, c in by_node.items() if set(c) - {good}]
+    lines += [f"  {node}: {_counted(counts, good)}" for node, counts in troubled[:nodes]]
+    if len(troubled) > nodes:
+        lines.append(f"  ... {len(troubled) - nodes} more node(s) needing attention")
+    if troubled and len(by_node) > len(troubled):
+        lines.append(f"  {len(by_node) - len(troubled)} other node(s): all {good}")
+    return lines
+
+
+def _counted(counts: Counter[str], good: str) -> str:
+    """The good status first, then the others by name."""
+    order = [good, *sorted(s for s in counts if s != good)]
+    return ", ".join(f"{counts[s]} {s}" for s in order if counts[s])
