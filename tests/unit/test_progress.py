@@ -228,3 +228,21 @@ def test_verify_of_many_containers_summarises_first_and_lists_only_failures():
     assert out.startswith("11 container(s): 10 passed, 1 failed\n  pve1: 4 passed, 1 failed\n")
     assert "pve1/203 server: no pid" in out
     assert "pve0/200" not in out
+
+
+def test_live_panel_on_a_terminal_and_plain_total_lines_elsewhere():
+    import time
+
+    for live in (True, False):
+        console = Console(file=io.StringIO(), width=120, force_terminal=live)
+        tracker = progress.Tracker([("pve0/200", "pve0", 1)])
+        with progress.Display(console, tracker, live=live, every=0.05):
+            tracker.container_started(run_of("pve0/200"))
+            tracker.task_started(run_of("pve0/200"), "[red]x[/red]")
+            time.sleep(0.4)
+        out = console.file.getvalue()
+        assert "containers: 0/1 done, 1 in flight, 0 waiting" in out
+        if live:  # the panel, redrawn in place; the task name as written
+            assert "\x1b[" in out and "task '[red]x[/red]'" in out
+        else:
+            assert "\x1b" not in out

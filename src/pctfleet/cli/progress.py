@@ -68,6 +68,7 @@ class Tracker(Observer):
         self.slots = {key: Slot(key, node, plays) for key, node, plays in containers}
         self.lock = threading.Lock()
         self.parallel = 0
+        self.running = 0  # counted as they go: a fleet of 10,000 is not re-read per event
         self.on_output = on_output  # (container, line) for each line it prints; None: not asked
         self._partial: dict[str, str] = {}
 
@@ -77,12 +78,14 @@ class Tracker(Observer):
     def container_started(self, run: Any) -> None:
         with self.lock:
             slot = self._slot(run)
+            self.running += slot.state != RUNNING
             slot.state, slot.started, slot.task, slot.tail = RUNNING, self.clock(), "", ""
-            self.parallel = max(self.parallel, sum(s.state == RUNNING for s in self.slots.values()))
+            self.parallel = max(self.parallel, self.running)
 
     def container_finished(self, run: Any) -> None:
         with self.lock:
             slot = self._slot(run)
+            self.running -= slot.state == RUNNING
             slot.finished_plays += 1
             slot.spent += self.clock() - slot.started
             slot.status = str(run.status)
