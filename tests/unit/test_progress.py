@@ -74,11 +74,11 @@ def test_many_nodes_show_only_busy_or_troubled_ones_and_a_total():
     tracker.container_started(run_of("pve3/200"))
     tracker.container_started(run_of("pve7/200"))
     tracker.container_finished(run_of("pve7/200", "unreachable"))
-    for n in range(10, 30):
+    for n in range(30, 10, -1):
         tracker.container_started(run_of(f"pve{n}/201"))
     lines = progress.node_lines(tracker.snapshot(), limit=8)
-    assert lines[0] == "pve3: 0 done, 1 in flight, 19 waiting"
-    assert lines[1] == "pve7: 1 done, 0 in flight, 19 waiting; 1 unreachable"
+    assert lines[0] == "pve7: 1 done, 0 in flight, 19 waiting; 1 unreachable"  # problems first
+    assert lines[1] == "pve3: 0 done, 1 in flight, 19 waiting"
     assert lines[-1] == "... 14 more node(s) busy or with problems"
     assert len(lines) == 9
     total = progress.total_line(tracker.snapshot())

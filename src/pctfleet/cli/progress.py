@@ -172,11 +172,12 @@ def problem_counts(statuses: Iterable[str]) -> str:
 
 
 def node_lines(snap: Snapshot, limit: int) -> list[str]:
-    """A line per node with work in flight or a problem (at most `limit`, then how many more)."""
+    """A line per node with work in flight or a problem (at most `limit`, then how many more);
+    nodes with problems first, so a long list never hides them."""
     nodes: dict[str, list[Slot]] = {}
     for slot in snap.slots:
         nodes.setdefault(slot.node, []).append(slot)
-    shown = []
+    troubled, busy = [], []
     for node, slots in nodes.items():
         states = Counter(s.state for s in slots)
         problems = problem_counts(s.status for s in slots if s.state == DONE)
@@ -185,7 +186,11 @@ def node_lines(snap: Snapshot, limit: int) -> list[str]:
         text = (
             f"{node}: {states[DONE]} done, {states[RUNNING]} in flight, {states[WAITING]} waiting"
         )
-        shown.append(text + (f"; {problems}" if problems else ""))
+        if problems:
+            troubled.append(f"{text}; {problems}")
+        else:
+            busy.append(text)
+    shown = troubled + busy
     if len(shown) > limit:
         return [*shown[:limit], f"... {len(shown) - limit} more node(s) busy or with problems"]
     return shown
