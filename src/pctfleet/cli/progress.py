@@ -257,7 +257,7 @@ class Display:
             self._live = Live(
                 get_renderable=lambda: live_text(self.tracker.snapshot(), self.tails),
                 console=self.console,
-                refresh_per_second=4,
+                refresh_per_second=2,  # a frame of 10,000 containers takes ~20 ms
                 transient=True,
             )
             self._live.__enter__()
