@@ -66,6 +66,7 @@ def audit_command(
     (an unreachable container is never reported clean).
     """
     from pctfleet.cli.auditview import render, to_json
+    from pctfleet.cli.progress import display_for
     from pctfleet.cli.report import make_console
     from pctfleet.cuda import audit as drift
     from pctfleet.run.playbookrun import RunRequest, execute, prepare
@@ -76,9 +77,12 @@ def audit_command(
     request = RunRequest(
         default_playbook(playbook), inv, containers, conn.options(), options, forks
     )
-    audits, recorded = drift.judge_fleet(
-        execute(prepare(request)), base.baseline_file, base.baseline
-    )
+    prepared = prepare(request)
+    display = display_for(make_console(stderr=True), prepared.plays, as_json=out.as_json)
+    options.observer = display.tracker
+    with display:
+        runs = execute(prepared)
+    audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline)
     if recorded is not None:
         typer.secho(f"baseline: recorded {recorded} container(s) in {base.baseline_file}", err=True)
     if out.as_json:

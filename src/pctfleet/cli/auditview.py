@@ -15,7 +15,19 @@ STYLE = {Status.CLEAN: "green", Status.DRIFT: "bold yellow"}
 
 
 def render(console: Console, audits: list[ContainerAudit]) -> None:
+    """A summary (by node), each container needing attention, the version matrix.
+
+    On a large fleet clean containers are counted, not listed, and the matrix
+    keeps only the rows that differ from the majority.
+    """
+    from pctfleet.cli.progress import COMPACT_OVER, outcome_summary
+
+    compact = len(audits) > COMPACT_OVER
+    for text in outcome_summary(audits, Status.CLEAN) if compact else []:
+        console.print(line(text))
     for audit in audits:
+        if compact and audit.status == Status.CLEAN:
+            continue
         style = STYLE.get(audit.status, "bold magenta")
         console.print(line((f"{audit.container}: {audit.status}", style), f" {audit.message}"))
         for item in audit.items:
@@ -25,7 +37,7 @@ def render(console: Console, audits: list[ContainerAudit]) -> None:
                     f"\n    actual:   {_short(item.actual)}"
                 )
             )
-    console.print(matrix(audits))
+    console.print(matrix(audits, compact))
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -33,12 +45,20 @@ def _short(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def matrix(audits: list[ContainerAudit]) -> Table:
-    """Versions per container; a cell that differs from most of the fleet is highlighted."""
+def matrix(audits: list[ContainerAudit], compact: bool = False) -> Table:
+    """Versions per container; a cell that differs from most of the fleet is highlighted.
+
+    `compact`: only the containers that differ (or were not read), and how many agree."""
     common = majority(audits)
+    if compact:
+        shown = [a for a in audits if not a.fingerprint or a.versions() != common]
+        agree = len(audits) - len(shown)
+        audits = shown
     table = Table(
         title="fleet versions (highlighted: differs from most containers)", title_justify="left"
     )
+    if compact:
+        table.caption = f"{agree} other container(s) have the majority's versions"
     table.add_column("container")
     for col in MATRIX:
         table.add_column(col)

@@ -202,7 +202,9 @@ class Run:
 @dataclass
 class Output:
     as_json: bool = flag("--json", "One JSON document on stdout.")
-    verbose: int = opt("--verbose -v", "More detail; repeat.", 0, count=True)
+    verbose: int = opt(
+        "--verbose -v", "More detail, and each running command's output; repeat.", 0, count=True
+    )
     journal_dir: Path | None = opt(
         "--journal-dir", "Where run journals go.", shown="~/.local/state/pctfleet/runs"
     )

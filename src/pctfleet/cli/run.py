@@ -92,7 +92,7 @@ def playbook_run(
     where: Where,
 ) -> int:
     """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
-    from pctfleet.cli import report
+    from pctfleet.cli import progress, report
     from pctfleet.run.journal import Journal
     from pctfleet.run.playbookrun import RunRequest, execute_journaled, prepare
 
@@ -114,9 +114,14 @@ def playbook_run(
             line(f"interrupted: no new tasks started; journal {journal.path}; rerun to finish")
         )
 
-    runs = execute_journaled(prepared, journal, live.task, interrupted)
+    display = progress.display_for(console, prepared.plays, out.verbose, out.as_json)
+    options.observer = display.tracker
+    with display:
+        runs = execute_journaled(prepared, journal, live.task, interrupted)
     if out.as_json:
         typer.echo(report.document(runs, journal.run_id, {"journal": str(journal.path)}))
     else:
         report.recap(console, runs, journal.run_id)
+    for problem in progress.node_problems(runs):
+        console.print(line(problem))
     return exit_code(command, (r.status for r in runs))

@@ -29,6 +29,7 @@ from pctfleet.playbook.templating import condition, redact, redact_data, render,
 from pctfleet.run.delegate import Controller, delegated, modes
 from pctfleet.run.journal import new_run_id
 from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
+from pctfleet.run.observe import Observer
 from pctfleet.run.playflow import Outcome, PlayEnded, PlayFlow
 from pctfleet.run.results import ContainerRun, TaskResult
 from pctfleet.transport.base import CommandTimeout, Target, TransferError, TransportError
@@ -58,6 +59,7 @@ class RunOptions:
     lock_lease: float = 60.0
     lock_wait: float = 300.0
     roles_path: list[str] = field(default_factory=list)  # -r: folders of roles
+    observer: Observer = field(default_factory=Observer)  # a progress display, or no one
 
 
 class Interrupted(Exception):
@@ -119,6 +121,7 @@ class ContainerEngine:
         self.run.started_at = self.run.started_at or time.time()  # the first play's start
         self.handlers = list(handlers)  # an include_role reached adds its role's
         self.flow.enter(self.run.key)
+        self.options.observer.container_started(self.run)
         try:
             self._run_list(tasks, handler=False)
             self._flush_handlers(top=True)
@@ -152,6 +155,7 @@ class ContainerEngine:
             self.run.local_calls = self.controller.calls
             self.run.duration += time.monotonic() - started
             self.run.finished_at = time.time()
+            self.options.observer.container_finished(self.run)
 
     def _release(self) -> None:
         """Best effort: a lock we cannot release expires with its lease."""
@@ -177,6 +181,7 @@ class ContainerEngine:
                 self._meta(task)
                 continue
             remaining = self._remaining(task)
+            self.options.observer.task_started(self.run, task.name)
             self._gather_for(task, remaining)
             if task.run_once and task.include is None:
                 result = self._once(task, remaining, handler)
@@ -545,9 +550,11 @@ class ContainerEngine:
         environment = render(dict(task.environment or {}), scope, where=where)
         env = "".join(f"export {k}={q(v)}\n" for k, v in environment.items())
         script = env + plan.script if local else self.lock.wrap(env + plan.script)
-        result = target.run(
-            ["/bin/sh", "-c", script, "pctfleet-task"], stdin=plan.stdin, timeout=timeout
-        )
+        out, err = self.options.observer.streams(self.run)  # -v: output as it arrives
+        argv = ["/bin/sh", "-c", script, "pctfleet-task"]
+        result = target.run(argv, stdin=plan.stdin, timeout=timeout, stdout=out, stderr=err)
+        if out is not None and err is not None:
+            result.stdout, result.stderr = out.getvalue(), err.getvalue()
         if not local and busy(result):  # another run took the lock over while we paused: stop here
             raise TaskFailed(holder(result))
         return result.exit_code, _text(result.stdout), _text(result.stderr)

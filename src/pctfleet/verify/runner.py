@@ -273,15 +273,23 @@ def render(console: Any, result: VerifyResult) -> None:
     """A table (a row per container and check), what went wrong in full, a summary line.
 
     A container that could not be asked gets one row saying so, not one per check.
+    Many containers: a summary by node first, and rows only for those that did not pass.
     """
     from rich.table import Table
 
+    from pctfleet.cli.progress import COMPACT_OVER, outcome_summary
     from pctfleet.textout import line
 
+    compact = len(result.containers) > COMPACT_OVER
+    if compact:
+        for text in outcome_summary(result.containers, "passed"):
+            console.print(line(text))
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for name in ("container", "check", "outcome"):
         table.add_column(name, no_wrap=True)
     for row in result.containers:
+        if compact and row.status == "passed":
+            continue
         rows = [("-", row.status)] if row.status in UNAVAILABLE else []
         rows = rows or [(check.id, check.outcome) for check in row.checks]
         for index, (check_id, outcome) in enumerate(rows):
