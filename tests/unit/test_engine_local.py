@@ -6,6 +6,7 @@ import textwrap
 
 from pctfleet.modules import known_args
 from pctfleet.playbook.loader import load_playbook
+from pctfleet.run import engine
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.results import ContainerRun
 from pctfleet.transport.local import LocalTarget
@@ -93,3 +94,41 @@ def test_extra_probes_are_read_even_when_no_task_probes(tmp_path):
     ContainerEngine(LocalTarget(), run, {}, options).play(play.tasks, [])
     assert run.status == "ok", run.message
     assert run.extra_facts["mark"].strip() == "marked"
+
+
+def test_arguments_rendered_for_the_probe_are_reused_until_a_variable_changes(
+    tmp_path, monkeypatch
+):
+    # `same` reads only the container's vars: rendered once for the probe, reused when it runs.
+    # `after` reads a result registered in between: rendered again, with the new value.
+    book = tmp_path / "book.yml"
+    book.write_text(
+        textwrap.dedent(
+            f"""\
+        - hosts: all
+          tasks:
+            - name: same
+              copy: {{content: "{{{{ greeting }}}}", dest: "{tmp_path}/a.txt"}}
+            - name: read
+              command: echo there
+              register: out
+            - name: after
+              copy: {{content: "{{{{ out.stdout | default('none') }}}}", dest: "{tmp_path}/b.txt"}}
+        """
+        )
+    )
+    play = load_playbook(book, known_args()).plays[0]
+    rendered: list[str] = []
+    real = engine.render
+
+    def counted(value, variables, **kwargs):  # noqa: ANN001, ANN202
+        rendered.append(str(value.get("dest", "")))
+        return real(value, variables, **kwargs)
+
+    monkeypatch.setattr(engine, "render", counted)
+    run = ContainerRun("local", 100)
+    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
+    ContainerEngine(LocalTarget(), run, {"greeting": "hi"}, options).play(play.tasks, [])
+    assert run.status == "ok", run.message
+    assert (tmp_path / "b.txt").read_text() == "there"
+    assert rendered.count(f"{tmp_path}/a.txt") == 1

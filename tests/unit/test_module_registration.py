@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,3 +64,27 @@ def test_every_module_with_fixtures_is_registered_under_its_own_name() -> None:
     named = {yaml.safe_load(path.read_text())["module"] for path in fixtures.glob("*.yaml")}
     assert "template" in named and sorted(named - set(REGISTRY)) == []
     assert all(m.name == key and m.Args.module == key for key, m in REGISTRY.items())
+
+
+def test_the_lazy_registry_knows_every_file_s_modules_without_importing_them() -> None:
+    # In a fresh interpreter: importing every file of the package must register
+    # exactly the names FILES maps, each to the file that defines it.
+    script = """
+import importlib, json, pkgutil, sys
+import pctfleet.modules as pkg
+from pctfleet.modules.base import FILES, Module
+before = sorted(m for m in sys.modules if m.startswith("pctfleet.modules."))
+where = {}
+for info in pkgutil.iter_modules(pkg.__path__):
+    if info.name in ("base", "args"):
+        continue
+    mod = importlib.import_module("pctfleet.modules." + info.name)
+    for value in vars(mod).values():
+        if isinstance(value, type) and issubclass(value, Module) and "name" in vars(value):
+            where[value.name] = info.name
+print(json.dumps({"before": before, "where": where, "files": FILES}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    seen = json.loads(out.stdout)
+    assert seen["before"] == ["pctfleet.modules.args", "pctfleet.modules.base"]
+    assert seen["where"] == seen["files"]

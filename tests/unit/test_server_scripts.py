@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import http.server
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from pctfleet.facts import script as probe
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact
 from pctfleet.modules.server import Server, ServerStop
+from pctfleet.sh import library as sh_library
 
 SERVER = ["sh", "-c", 'echo "up ${GREETING:-}"; echo "$PCTFLEET_SERVER"; exec sleep 30']
 
@@ -145,3 +148,41 @@ def test_the_unit_launcher_writes_the_pid_file_with_the_servers_pid(tmp_path):
     assert done.returncode == 0, done.stderr
     assert pidfile.read_text() == done.stdout  # the PID the server itself sees
     assert [p.name for p in pidfile.parent.iterdir()] == ["sg.pid"]
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        codes = {"/health": 200, "/sick": 503, "/moved": 302, "/?q=1": 204}
+        self.send_response(codes.get(self.path, 404))
+        if self.path == "/moved":
+            self.send_header("Location", "/health")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_health_status_is_read_without_starting_python(tmp_path):
+    # python3 on PATH is a stub that logs its start and fails: only a redirect needs it.
+    stub = tmp_path / "bin" / "python3"
+    stub.parent.mkdir()
+    stub.write_text(f"#!/bin/sh\necho started >> {tmp_path}/starts\nexit 1\n")
+    stub.chmod(0o755)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        urls = [
+            f"{base}/health",
+            f"{base}/sick",
+            f"{base}?q=1",
+            "http://127.0.0.1:9/",
+            base + "/moved",
+        ]
+        lines = "\n".join(f'pctfleet_http "{url}"' for url in urls)
+        script = f"PATH={stub.parent}:$PATH\n{sh_library(('http',))}\n{lines}\n"
+        out = sh(script)
+    finally:
+        server.shutdown()
+    assert out.stdout.split() == ["200", "503", "204", "0", "0"]
+    assert (tmp_path / "starts").read_text() == "started\n"  # the redirect only

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import jinja2
 import pytest
@@ -273,3 +274,13 @@ def test_redact_by_variable_name_and_secret_vars():
     assert redact(text, variables) == " ".join([REDACTED] * 3 + ["visible", REDACTED, REDACTED])
     assert redact("", variables) == ""
     assert redact("nothing here", {"empty_token": ""}) == "nothing here"
+
+
+def test_a_template_file_edited_between_renders_renders_its_new_text(tmp_path) -> None:
+    # Compiled templates are kept per folder; an edit must still be seen.
+    src = tmp_path / "t.j2"
+    src.write_text("a={{ x }}\n")
+    assert render_template_file(src, {"x": 1}, where="t") == "a=1\n"
+    src.write_text("b={{ x }}\n")
+    os.utime(src, (1_000_000_000, 1_000_000_000))  # a different mtime, whatever the clock
+    assert render_template_file(src, {"x": 2}, where="t") == "b=2\n"

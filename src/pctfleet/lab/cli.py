@@ -7,15 +7,17 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from pctfleet.lab.lab import DEFAULT_STATE_DIR, Lab
-from pctfleet.lab.model import ContainerStatus, LabError, LabInfo, LabStatus
+from pctfleet.lab.model import DEFAULT_STATE_DIR, ContainerStatus, LabError, LabInfo, LabStatus
 from pctfleet.textout import line
+
+if TYPE_CHECKING:
+    from pctfleet.lab.lab import Lab
 
 lab_app = typer.Typer(
     help="A local Proxmox-like lab: sshd nodes with `pct` over real LXC containers.",
@@ -56,6 +58,13 @@ Init = Annotated[
 ]
 
 
+def _lab(*args: object, **kwargs: object) -> Lab:
+    """The lab, imported only when a `lab` command runs: other commands start faster."""
+    from pctfleet.lab.lab import Lab
+
+    return Lab(*args, **kwargs)  # type: ignore[arg-type]
+
+
 def _guard(action: Callable[[], T]) -> T:
     """One clear line on stderr and exit 1 for lab errors; never a traceback."""
     try:
@@ -93,7 +102,7 @@ def up(
     started = time.monotonic()
 
     def bring_up() -> LabInfo:
-        lab = Lab(state_dir, address_base, port, say=_say)
+        lab = _lab(state_dir, address_base, port, say=_say)
         return lab.up(nodes=nodes, containers=containers, suite=suite, init=init)
 
     info = _guard(bring_up)
@@ -122,7 +131,7 @@ def add(
     CTID of another flavour is an error.
     """
     started = time.monotonic()
-    ct = _guard(lambda: Lab(state_dir, say=_say).add_container(node, ctid, suite, init))
+    ct = _guard(lambda: _lab(state_dir, say=_say).add_container(node, ctid, suite, init))
     out.print(
         line(
             ("lab add", "green"),
@@ -174,7 +183,7 @@ def status(
     state_dir: StateDir = DEFAULT_STATE_DIR,
 ) -> None:
     """Show each node's sshd and each container's state."""
-    result = _guard(lambda: Lab(state_dir).status())
+    result = _guard(lambda: _lab(state_dir).status())
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
     else:
@@ -208,5 +217,5 @@ def _print_status(result: LabStatus) -> None:
 @lab_app.command()
 def down(state_dir: StateDir = DEFAULT_STATE_DIR) -> None:
     """Stop what the lab started and remove its state (the rootfs cache stays)."""
-    _guard(lambda: Lab(state_dir).down())
+    _guard(lambda: _lab(state_dir).down())
     out.print(line(f"lab in {state_dir} is down"))

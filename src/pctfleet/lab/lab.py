@@ -23,6 +23,7 @@ import pctfleet.lab.nodes as nd
 from pctfleet.lab.containers import Container
 from pctfleet.lab.inventory import render_inventory
 from pctfleet.lab.model import (
+    DEFAULT_STATE_DIR,
     ContainerStatus,
     LabError,
     LabInfo,
@@ -35,7 +36,6 @@ from pctfleet.lab.nodes import Node
 from pctfleet.lab.rootfs import CACHE_DIR, DEFAULT_RECIPE, Recipe, ensure_rootfs
 from pctfleet.lab.system import check_host, run, tool, write_if_changed
 
-DEFAULT_STATE_DIR = Path("/var/lib/pctfleet-lab")
 DEFAULT_ADDRESS_BASE = "127.0.10"
 DEFAULT_PORT = 22
 FIRST_CTID = 200

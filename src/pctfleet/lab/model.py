@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+DEFAULT_STATE_DIR = Path("/var/lib/pctfleet-lab")
+
 
 class LabError(Exception):
     """A lab operation failed; the message says what to do about it."""

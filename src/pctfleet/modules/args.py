@@ -16,6 +16,7 @@ handles a raw dict. Ansible's aliases (`dest` for `path`) and conversions
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
@@ -95,9 +96,11 @@ class Args:
         return PlaybookError(f"{self.module}: {message}", where=where)
 
 
-def _arguments(cls: type[Args]) -> list[dataclasses.Field]:
-    """The fields a playbook writes: `arg()`s, not `extra` or values a module derives."""
-    return [item for item in dataclasses.fields(cls) if item.metadata.get("argument")]
+@functools.cache
+def _arguments(cls: type[Args]) -> tuple[dataclasses.Field, ...]:
+    """The fields a playbook writes: `arg()`s, not `extra` or values a module derives.
+    Once per class: every task of every container parses its arguments."""
+    return tuple(item for item in dataclasses.fields(cls) if item.metadata.get("argument"))
 
 
 def _take(given: dict[str, Any], item: dataclasses.Field) -> Any:

@@ -10,6 +10,7 @@ to run (and files to push). This is what lets a converged container cost one
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -110,8 +111,76 @@ class World:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
-# Every module registers itself here when its class is defined (see Module.__init_subclass__).
-REGISTRY: dict[str, Module] = {}
+# Which file of this package defines each module. Importing every file costs
+# a third of the CLI's start-up, so a name's file is imported the first time the
+# name is asked for; tests/unit/test_module_registration.py keeps this complete.
+FILES: dict[str, str] = {
+    "apt": "apt", "package": "apt", "apt_repository": "aptsources",
+    "deb822_repository": "aptsources", "assert": "assertion", "blockinfile": "blockinfile",
+    "cccl_overlay": "cccl", "command": "command", "shell": "command", "debug": "controller",
+    "set_fact": "controller", "fail": "controller", "include_vars": "controller",
+    "copy": "copy", "template": "copy", "cuda_links": "cudalinks", "fetch": "fetch",
+    "file": "file", "find": "find", "get_url": "get_url", "group": "group",
+    "include_tasks": "include", "include_role": "include", "flashinfer_cache": "jitcache",
+    "lineinfile": "lineinfile", "meta": "meta", "pause": "pause", "pip": "pip",
+    "replace": "replace", "server": "server", "server_stop": "server", "slurp": "slurp",
+    "stat": "stat", "systemd_service": "systemd", "systemd": "systemd", "service": "systemd",
+    "tempfile": "tempfiles", "cuda_toolchain": "toolchain", "compile_probe": "toolchain",
+    "unarchive": "unarchive", "uri": "uri", "user": "user", "wait_for": "wait_for",
+}  # fmt: skip
+
+
+class _Registry(dict):
+    """Modules by name. Every module registers itself here when its class is defined
+    (see Module.__init_subclass__); looking a name up imports the file that defines it,
+    and listing them all imports every file."""
+
+    def _load(self, name: object) -> bool:
+        if name in FILES and not dict.__contains__(self, name):
+            importlib.import_module(f"pctfleet.modules.{FILES[name]}")
+        return dict.__contains__(self, name)
+
+    def load_all(self) -> None:
+        for name in FILES:
+            self._load(name)
+
+    def __missing__(self, name: str) -> Module:
+        if self._load(name):
+            return dict.__getitem__(self, name)
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return self._load(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if self._load(name) else default
+
+    def names(self) -> set[str]:
+        """Every module's name, without importing any file."""
+        return set(FILES) | set(dict.keys(self))
+
+    def __iter__(self):  # noqa: ANN204 - dict's own signature
+        self.load_all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self.load_all()
+        return dict.__len__(self)
+
+    def keys(self):  # noqa: ANN201
+        self.load_all()
+        return dict.keys(self)
+
+    def values(self):  # noqa: ANN201
+        self.load_all()
+        return dict.values(self)
+
+    def items(self):  # noqa: ANN201
+        self.load_all()
+        return dict.items(self)
+
+
+REGISTRY: _Registry = _Registry()
 
 
 class Module:

@@ -277,8 +277,10 @@ def _is_template(text: str) -> bool:
     return "{{" in text or "{%" in text or "{#" in text
 
 
+@functools.lru_cache(maxsize=8192)
 def _single_expression(text: str) -> str | None:
-    """The expression inside `"{{ expr }}"` when that is the whole string.
+    """The expression inside `"{{ expr }}"` when that is the whole string (parsed once
+    per text: a fleet renders the same strings for every container).
 
     Whitespace around it counts, as in Ansible: `"{{ x }}\\n"` is a string with
     the newline (a file's content), not x's value.
@@ -480,13 +482,20 @@ def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *, where
 # ---------------------------------------------------------------- template files
 
 
+@functools.lru_cache(maxsize=64)
+def _file_env(folder: str) -> jinja2.Environment:
+    """One environment per template folder: it compiles each file once, and again only
+    when the file changes (jinja compares its mtime), however many containers render it."""
+    return _make_env(jinja2.FileSystemLoader([folder]))
+
+
 def render_template_file(path: str | Path, variables: Mapping[str, Any], *, where: str) -> str:
     """Render a template file to text (the template module finds it). Errors name the
     template's file and line: `where: templates/env.j2:3: undefined variable 'x'`."""
     found = Path(path)
     if not found.is_file():
         raise TemplateError(f"template {str(path)!r} not found", where=where)
-    env = _make_env(jinja2.FileSystemLoader([str(found.parent)]))
+    env = _file_env(str(found.parent))
     try:
         template = env.get_template(found.name)
         context = template.new_context(LazyVars(variables, env), shared=True)

@@ -104,6 +104,7 @@ class ContainerEngine:
         self.on_result = on_result
         self.facts: dict[str, tuple[str, Fact]] | None = None
         self.ahead: list = []  # the tasks still to come whose facts one probe may read
+        self.prepared: dict[int, tuple[tuple, tuple, Any]] = {}  # by task, see _args
         self.runtime: set[str] = set()  # registered and set_fact names: over task vars
         self.notified: list[str] = []
         self.stop = stop or threading.Event()
@@ -419,10 +420,19 @@ class ContainerEngine:
         return condition(task.until, scope, where=where)
 
     def _args(self, task: Any, where: str, scope: dict) -> Any:
+        # A task's arguments rendered for the probe are rendered again when the task runs;
+        # while no variable has been rebound since (same objects under the same names),
+        # the result is the same: reuse it.
+        seen = tuple((name, id(value)) for name, value in scope.items())
+        kept = self.prepared.get(id(task))
+        if kept is not None and kept[0] == seen:
+            return kept[2]
         check_rendered(task, scope, where)
         raw = render(dict(task.args), scope, where=where)
         raw = drop_omitted(raw)
-        return REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, scope), where)
+        args = REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, scope), where)
+        self.prepared[id(task)] = (seen, tuple(scope.values()), args)  # alive: ids stay theirs
+        return args
 
     def _plan(self, module: Any, key: str, args: dict, remaining: list, task: Any) -> Plan:
         check, diff = modes(task, self.options)

@@ -1,0 +1,101 @@
+"""How long the CLI takes from process start to its first SSH connect.
+
+    .venv/bin/python bench/startup.py INVENTORY [PLAYBOOK] [--runs N]
+
+Each run starts a fresh interpreter that patches `socket.socket.connect` (in
+that process only, for measurement) to note CLOCK_MONOTONIC at the first
+connect and exit at once: what is measured is the work done before any byte
+goes to a node. The parent notes the same clock just before it starts the
+child, so interpreter start-up is counted. A second series times a bare
+`import pctfleet.cli.main`. `measure()` returns the medians for bench/run.py.
+Run it with compiled bytecode (as an installed package has): with
+PYTHONDONTWRITEBYTECODE set and no __pycache__, compiling dominates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PLAYBOOK = HERE / "pctfleet_site.yml"
+
+# Runs in the child: exits with code 0 and prints the clock at the first connect.
+_WRAPPER = """
+import os, socket, sys, time, runpy
+_connect = socket.socket.connect
+def _first(self, *args, **kwargs):
+    sys.stdout.write("connect=%r\\n" % time.monotonic())
+    sys.stdout.flush()
+    os._exit(0)
+socket.socket.connect = _first
+sys.argv = ["pctfleet"] + sys.argv[1:]
+runpy.run_module("pctfleet", run_name="__main__")
+"""
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _first_connect(argv: list[str]) -> tuple[float | None, float]:
+    """Seconds from spawning the CLI to its first connect (None if it never connects),
+    and the CPU seconds it used until then: on a busy machine the steadier number."""
+    start, cpu = time.monotonic(), _children_cpu()
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *argv], capture_output=True, text=True, timeout=60
+    )
+    used = _children_cpu() - cpu
+    for line in proc.stdout.splitlines():
+        if line.startswith("connect="):
+            return float(line.split("=", 1)[1]) - start, used
+    return None, used
+
+
+def _import_only() -> float:
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import pctfleet.cli.main"], check=True)
+    return time.monotonic() - start
+
+
+def measure(inventory: str | Path, playbook: str | Path = PLAYBOOK, runs: int = 5) -> dict:
+    """Medians over `runs` fresh processes: import of the CLI, and start to first connect."""
+    argv = ["run", "-i", str(inventory), str(playbook)]
+    imports = [_import_only() for _ in range(runs)]
+    measured = [_first_connect(argv) for _ in range(runs)]
+    connects = [wall for wall, _ in measured]
+    reached = [c for c in connects if c is not None]
+    return {
+        "runs": runs,
+        "import_s": statistics.median(imports),
+        "first_connect_s": statistics.median(reached) if reached else None,
+        "first_connect_cpu_s": statistics.median(cpu for _, cpu in measured),
+        "never_connected": runs - len(reached),
+        "import_samples": imports,
+        "connect_samples": connects,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("inventory")
+    parser.add_argument("playbook", nargs="?", default=str(PLAYBOOK))
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    result = measure(args.inventory, args.playbook, args.runs)
+    connect = result["first_connect_s"]
+    print(f"{'median of ' + str(args.runs):<24} seconds")
+    print(f"{'import pctfleet.cli':<24} {result['import_s']:.3f}")
+    print(f"{'start to first connect':<24} {'-' if connect is None else f'{connect:.3f}'}")
+    print(f"{'  of which CPU':<24} {result['first_connect_cpu_s']:.3f}")
+    return 0 if connect is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
