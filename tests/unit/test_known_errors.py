@@ -136,6 +136,12 @@ CASES = {
         "first compiler error",
     ),
     "ninja stopped": ("ninja: build stopped: subcommand failed.", "", "first compiler error"),
+    "venv without python3-venv": (
+        "The virtual environment was not created successfully because ensurepip is not",
+        "",
+        "python3-venv",
+    ),
+    "ensurepip missing": ("/usr/bin/python3: No module named ensurepip", "", "python3-venv"),
     "SGLang warm-up failure": (
         "[2026-09-14 23:19:59] Initialization failed. warmup error: Traceback (most recent "
         "call last):",

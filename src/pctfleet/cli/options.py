@@ -208,6 +208,11 @@ class Output:
     journal_dir: Path | None = opt(
         "--journal-dir", "Where run journals go.", shown="~/.local/state/pctfleet/runs"
     )
+    keep: str = opt(
+        "--keep",
+        "Journals kept in --journal-dir when a run starts: a count (200) or days (30d).",
+        "200",
+    )
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from pctfleet.run.failure import shown_tail
 from pctfleet.run.results import UNREACHED, ContainerRun, TaskResult, summary
 from pctfleet.textout import line
 
@@ -45,6 +46,8 @@ class LiveReport:
             self.console.print(text)
             for item in self._items(result):
                 self.console.print(item)
+            for row in failure_lines(result.failure):
+                self.console.print(row)
             if self.show_diff and result.diff:
                 self._diff(result.diff)
 
@@ -63,14 +66,37 @@ class LiveReport:
         return shown
 
     def _diff(self, diff: dict) -> None:
-        import difflib
+        for row in diff_lines(diff):
+            self.console.print(row)
 
-        before = str(diff.get("before", "")).splitlines(keepends=True)
-        after = str(diff.get("after", "")).splitlines(keepends=True)
-        path = diff.get("path", "")
-        for row in difflib.unified_diff(before, after, f"before: {path}", f"after: {path}"):
-            colour = "green" if row.startswith("+") else "red" if row.startswith("-") else "dim"
-            self.console.print(line((row.rstrip(), colour)))
+
+def diff_lines(diff: dict) -> list:
+    """A task's diff as unified-diff lines, coloured."""
+    import difflib
+
+    if not diff:
+        return []
+    before = str(diff.get("before", "")).splitlines(keepends=True)
+    after = str(diff.get("after", "")).splitlines(keepends=True)
+    path = diff.get("path", "")
+    rows = []
+    for row in difflib.unified_diff(before, after, f"before: {path}", f"after: {path}"):
+        colour = "green" if row.startswith("+") else "red" if row.startswith("-") else "dim"
+        rows.append(line((row.rstrip(), colour)))
+    return rows
+
+
+def failure_lines(failure: dict[str, Any], tail: int = 10) -> list:
+    """A failed task's why, under its line: rc, its output's last lines, a known cause and fix."""
+    if not failure:
+        return []
+    stream, text = shown_tail(failure)
+    rows = [line("    ", (f"rc {failure.get('rc')}, {stream} (last lines):", "dim"))]
+    rows += [line("    | ", row) for row in text.splitlines()[-tail:]]
+    if failure.get("cause"):
+        rows.append(line("    ", ("cause: ", "bold"), failure["cause"]["cause"]))
+        rows.append(line("    ", ("fix: ", "bold"), failure["cause"]["fix"]))
+    return rows
 
 
 def _one_line(text: str, limit: int = 160) -> str:

@@ -93,6 +93,7 @@ def playbook_run(
 ) -> int:
     """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
     from pctfleet.cli import progress, report
+    from pctfleet.cli.runs import keep_spec, meta, write_end
     from pctfleet.run.journal import Journal
     from pctfleet.run.playbookrun import RunRequest, execute_journaled, prepare
 
@@ -102,7 +103,7 @@ def playbook_run(
     options = run.run_options(lock_wait=lock.lock_wait, lock_lease=lock.lock_lease)
     request = RunRequest(playbook, inv, containers, conn.options(), options, forks)
     prepared = prepare(request)
-    journal = Journal(out.journal_dir)
+    journal = Journal(out.journal_dir, keep=keep_spec(out.keep))
     options.run_id = journal.run_id
     console = report.make_console(stderr=True)
     live = report.LiveReport(console, out.verbose, show_diff=run.diff and not out.as_json)
@@ -117,11 +118,13 @@ def playbook_run(
     display = progress.display_for(console, prepared.plays, out.verbose, out.as_json)
     options.observer = display.tracker
     with display:
-        runs = execute_journaled(prepared, journal, live.task, interrupted)
+        runs = execute_journaled(prepared, journal, live.task, interrupted, **meta(command))
+    code = exit_code(command, (r.status for r in runs))
+    write_end(out.journal_dir, journal.run_id, runs, code)
     if out.as_json:
         typer.echo(report.document(runs, journal.run_id, {"journal": str(journal.path)}))
     else:
         report.recap(console, runs, journal.run_id)
     for problem in progress.node_problems(runs):
         console.print(line(problem))
-    return exit_code(command, (r.status for r in runs))
+    return code

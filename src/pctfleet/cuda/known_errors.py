@@ -163,6 +163,14 @@ KNOWN_ERRORS: list[KnownError] = [
         "run: pctfleet doctor on this container (it runs the compile probe)",
     ),
     KnownError(
+        r"virtual environment was not created successfully because ensurepip"
+        r"|No module named ensurepip",
+        "python3 -m venv without ensurepip: the container lacks Debian's python3-venv package",
+        "",
+        "apt-get install -y python3-venv (python3.X-venv for another python), "
+        "then recreate the venv",
+    ),
+    KnownError(
         r"Initialization failed\. warmup error:",
         "SGLang's warm-up request failed: a JIT error or time-out earlier in the log",
         "",

@@ -27,6 +27,7 @@ from pctfleet.playbook.loops import loop_items, loop_vars
 from pctfleet.playbook.magic import drop_omitted
 from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
 from pctfleet.run.delegate import Controller, delegated, modes
+from pctfleet.run.failure import failure_output
 from pctfleet.run.journal import new_run_id
 from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
 from pctfleet.run.observe import Observer
@@ -623,6 +624,8 @@ class ContainerEngine:
         result.details = redact_data(result.details, scope)
         if result.diff:
             result.diff = {k: redact(str(v), scope) for k, v in result.diff.items()}
+        if result.status == "failed":
+            result.failure = failure_output(result.result, lambda text: redact(text, scope))
         return result
 
 

@@ -213,15 +213,17 @@ def execute_journaled(
     journal: Journal,
     on_result: Callable[[ContainerRun, TaskResult], None],
     on_interrupt: Callable[[], None],
+    **meta: Any,
 ) -> list[ContainerRun]:
     """`execute`, journaled from start to close; SIGTERM stops it like Ctrl-C.
+    `meta` (the command, its pid) goes into the start record.
 
     Interrupted, no new task starts; the journal says so and the interrupt goes on.
     """
     request = prepared.request
     keys = [c.key for c in request.containers]
     check = request.options.check
-    journal.write("start", playbook=str(request.playbook), containers=keys, check=check)
+    journal.write("start", playbook=str(request.playbook), containers=keys, check=check, **meta)
     try:
         with sigterm_as_interrupt():
             return execute(prepared, journal, on_result)

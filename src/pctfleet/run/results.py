@@ -29,6 +29,8 @@ class TaskResult:
     items: list[dict[str, Any]] | None = None
     rescued: bool = False  # failed inside a block whose `rescue` then ran
     ignored: bool = False  # failed with ignore_errors: the run went on
+    # A failed task's rc, stdout/stderr tails and known cause (see failure.py); {} otherwise.
+    failure: dict[str, Any] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -56,7 +58,7 @@ class TaskResult:
             data["ignored"] = True
         if self.items is not None:
             data["items"] = self.items
-        return data
+        return data | self.failure
 
 
 @dataclass
