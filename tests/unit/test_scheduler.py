@@ -36,7 +36,7 @@ def test_a_blocked_node_never_holds_up_another_node():
 
 
 def test_each_node_stays_within_its_limit_and_nodes_overlap():
-    tracker = Tracker(0.05)
+    tracker = Tracker(0.2)
     limits = {"a": 2, "b": 3}
     containers = fake_containers({"a": 6, "b": 6})
     schedule(containers, tracker.one, None, None, threading.Event(), lambda c: limits[c.node.name])
@@ -45,13 +45,13 @@ def test_each_node_stays_within_its_limit_and_nodes_overlap():
 
 
 def test_forks_caps_the_whole_fleet():
-    tracker = Tracker(0.05)
+    tracker = Tracker(0.2)
     schedule(fake_containers({"a": 4, "b": 4, "c": 4}), tracker.one, 3, None, threading.Event())
     assert tracker.peak_all == 3
 
 
 def test_without_forks_every_node_runs_up_to_its_limit():
-    tracker = Tracker(0.1)
+    tracker = Tracker(0.3)
     schedule(fake_containers({n: 12 for n in "abcd"}), tracker.one, None, None, threading.Event())
     assert tracker.peak == dict.fromkeys("abcd", 10)
     assert tracker.peak_all == 40
@@ -65,10 +65,11 @@ def test_worker_threads_are_bounded_for_a_large_fleet():
 
 
 class FakeServer:
-    """sshd with MaxSessions `cap`: a channel past it is refused, as OpenSSH does."""
+    """sshd with MaxSessions `cap`: a channel past it is refused (OpenSSH: code 2)."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, code: int = 2, text: str = "Connect failed") -> None:
         self.cap, self.open, self.peak, self.refused = cap, 0, 0, 0
+        self.code, self.text = code, text
         self.lock = threading.Lock()
         self.logins = 0
 
@@ -76,7 +77,11 @@ class FakeServer:
         with self.lock:
             if self.open >= self.cap:
                 self.refused += 1
-                raise paramiko.ChannelException(1, "Administratively prohibited")
+                if not self.code:  # a refusal whose saved exception another caller took
+                    raise paramiko.SSHException(self.text)
+                if not self.code:  # a refusal whose saved exception another caller took
+                    raise paramiko.SSHException(self.text)
+                raise paramiko.ChannelException(self.code, self.text)
             self.open += 1
             self.peak = max(self.peak, self.open)
         return SimpleNamespace(server=self)
@@ -102,7 +107,12 @@ def refusing(monkeypatch: pytest.MonkeyPatch) -> FakeServer:
     return server
 
 
-def test_a_refused_channel_lowers_the_node_limit_and_the_call_still_succeeds(refusing):
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [(1, "Administratively prohibited"), (2, "Connect failed"), (0, "Unable to open channel.")],
+)
+def test_a_refused_channel_lowers_the_node_limit_and_the_call_still_succeeds(refusing, code, text):
+    refusing.code, refusing.text = code, text
     node = ssh.NodeConnection("pve1", "127.0.0.1", ConnectOptions(max_sessions=10))
     codes: list[int] = []
 
@@ -124,7 +134,7 @@ def test_a_refused_channel_lowers_the_node_limit_and_the_call_still_succeeds(ref
 def test_a_channel_refused_with_nothing_else_open_fails_the_call(refusing):
     refusing.cap = 0
     node = ssh.NodeConnection("pve1", "127.0.0.1", ConnectOptions())
-    with pytest.raises(ssh.NodeUnreachable, match="Administratively prohibited"):
+    with pytest.raises(ssh.NodeUnreachable, match="Connect failed"):
         node.exec("true", stdin=None, timeout=5, stdout=None, stderr=None)
 
 

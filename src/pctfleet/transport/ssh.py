@@ -8,7 +8,7 @@ and thread on that node. sshd caps channels per connection (MaxSessions, 10 by
 default; the inventory's `max_sessions` says otherwise). The scheduler keeps a
 node within that limit; a caller past it gets a second connection rather than
 failing (it reuses the first one's gateway, so a jump host sees one login).
-When sshd refuses a channel ("administratively prohibited"), its real cap is
+When sshd refuses a session channel (past MaxSessions), its real cap is
 lower than we were told: the node's limit drops to the channels open then and
 the command waits for a free one on the same connection.
 """
@@ -32,6 +32,23 @@ from pctfleet.transport.options import ConnectOptions, ResolvedTarget, connectio
 # paramiko logs tracebacks of failed handshakes to stderr; we report them as typed outcomes.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 logging.getLogger("paramiko").propagate = False
+
+
+# How sshd says no to a session past MaxSessions: OpenSSH answers "open failed:
+# Connect failed", other servers "administratively prohibited".
+_SESSION_REFUSED = (
+    paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED,
+    paramiko.common.OPEN_FAILED_CONNECT_FAILED,
+)
+
+
+def _session_refused(exc: Exception, slot: _Slot) -> bool:
+    """Whether sshd refused a session while the connection stays up. Two refusals at
+    once share paramiko's one saved exception: the other caller gets a bare
+    "Unable to open channel." for the same refusal."""
+    if isinstance(exc, paramiko.ChannelException):
+        return exc.code in _SESSION_REFUSED
+    return str(exc) == "Unable to open channel." and slot.alive()
 
 
 class _Slot:
@@ -199,18 +216,23 @@ class NodeConnection:
 
     def _open_channel(self) -> tuple[paramiko.Channel, _Slot]:
         """A session channel and the slot it holds; a refused one is retried."""
+        alone = 0  # refusals while no other channel of ours was open
         while True:
             slot = self._acquire()
             try:
                 channel = slot.conn.transport.open_session(timeout=self.options.connect_timeout)
                 return channel, slot
-            except paramiko.ChannelException as exc:
-                refused = exc.code == paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+            except paramiko.SSHException as exc:
+                refused = _session_refused(exc, slot)
                 lowered = refused and self._refused(slot)
                 self._release(slot)
-                if not lowered:
+                if refused and not lowered and alone < 20:
+                    # sshd frees a closed session a moment after our close: try again soon.
+                    alone += 1
+                    time.sleep(0.1)
+                elif not lowered:
                     raise self._unreachable(exc) from None
-            except (paramiko.SSHException, EOFError, OSError) as exc:
+            except (EOFError, OSError) as exc:
                 self._release(slot)
                 raise self._unreachable(exc) from None
 
