@@ -130,11 +130,12 @@ def schedule(
 
 
 def target_node(target: Any) -> str:
-    return target.node_key
+    return getattr(target, "node_key", None) or target.name
 
 
 def target_limit(target: Any) -> int:
-    return target.session_limit
+    """The target's node limit as its transport knows it now (lowered on refusal)."""
+    return getattr(target, "session_limit", None) or DEFAULT_NODE_LIMIT
 
 
 def map_targets(targets: Sequence[Any], work: Callable[[Any], Any], forks: int | None) -> list[Any]:
