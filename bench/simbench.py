@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -193,32 +194,38 @@ def curve(  # noqa: ANN201
 def latency_scenario(
     say=print,  # noqa: ANN001
     rtt: float = RTT,
-    layouts: tuple[tuple[int, int], ...] = ((50, 10), (50, 20)),
+    layouts: tuple[tuple[int, int], ...] = ((10, 10), (10, 20)),
+    runs: int = 3,
 ) -> list[dict]:
-    """No-op wall without and with `rtt` per login, channel and call: the growth in
-    round trips, against what one round trip per container in a row would cost."""
+    """No-op wall without and with `rtt` per login, channel and call (medians of
+    `runs`, alternating): the growth in round trips, against one per container.
+    Small fleets, so the controller's CPU does not hide the network's cost."""
     points = []
     for nodes, per_node in layouts:
         size, extra = nodes * per_node, ["--per-node", str(per_node)]
-        base = point_in_process(size, "noop", LATENCY, FORKS, *extra)
-        slow = point_in_process(size, "noop", LATENCY, FORKS, *extra, "--rtt", str(rtt))
-        growth = slow["wall_s"] - base["wall_s"]
+        base, slow = [], []
+        for _ in range(runs):
+            base.append(point_in_process(size, "noop", LATENCY, FORKS, *extra))
+            slow.append(point_in_process(size, "noop", LATENCY, FORKS, *extra, "--rtt", str(rtt)))
+        plain = statistics.median(p["wall_s"] for p in base)
+        late = statistics.median(p["wall_s"] for p in slow)
         point = {
             "containers": size,
             "nodes": nodes,
             "per_node": per_node,
             "rtt_s": rtt,
-            "wall_s": base["wall_s"],
-            "wall_rtt_s": slow["wall_s"],
-            "growth_s": round(growth, 3),
-            "growth_rtts": round(growth / rtt, 1),
+            "wall_s": plain,
+            "wall_rtt_s": late,
+            "growth_s": round(late - plain, 3),
+            "growth_rtts": round((late - plain) / rtt, 1),
             "waves_per_node": math.ceil(per_node / NODE_LIMIT),
-            "logins_per_node": slow["logins_per_node"],
+            "logins_per_node": max(p["logins_per_node"] for p in slow),
+            "runs": runs,
         }
         say(
-            f"  sim latency {nodes} nodes x {per_node}: {base['wall_s']:.2f}s -> "
-            f"{slow['wall_s']:.2f}s with RTT {rtt:g}s (+{point['growth_rtts']:g} RTT; "
-            f"{point['waves_per_node']} wave(s) of {NODE_LIMIT} a node)"
+            f"  sim latency {nodes} nodes x {per_node}: {plain:.2f}s -> {late:.2f}s with "
+            f"RTT {rtt:g}s (+{point['growth_rtts']:g} RTT; one per container in a row "
+            f"would be +{per_node * 2 + 1}; {point['waves_per_node']} wave(s) of {NODE_LIMIT})"
         )
         points.append(point)
     return points
