@@ -66,13 +66,21 @@ class _Limited(Target):
     def __init__(self, target: Target, timeout: float | None) -> None:
         self.target, self.timeout, self.name = target, timeout, target.name
 
+    @property
+    def node_key(self) -> str:
+        return self.target.node_key
+
+    @property
+    def session_limit(self) -> int:
+        return self.target.session_limit
+
     def _run(self, argv, stdin, timeout, sinks):  # noqa: ANN001, ANN202
         limit = timeout if timeout is not None else self.timeout
         return self.target._run(argv, stdin, limit, sinks)
 
 
 def _run_all(
-    targets: Sequence[Target], command: str, timeout: float | None, forks: int
+    targets: Sequence[Target], command: str, timeout: float | None, forks: int | None
 ) -> list[Result]:
     """Results in target order; a target that could not run says why in its status."""
     limited = [_Limited(t, timeout) for t in targets]
@@ -139,14 +147,19 @@ class Container:
 class Fleet:
     """Many containers, one SSH connection per node, commands in parallel."""
 
-    def __init__(self, containers: Sequence[Container], forks: int = 10) -> None:
+    def __init__(self, containers: Sequence[Container], forks: int | None = None) -> None:
         self.containers = list(containers)
         self.forks = forks
         self._pool = None  # the shared node connections, when built from an inventory
 
     @classmethod
     def from_inventory(
-        cls, path: str | Path, limit: str | None = None, *, forks: int = 10, **connect: object
+        cls,
+        path: str | Path,
+        limit: str | None = None,
+        *,
+        forks: int | None = None,
+        **connect: object,
     ) -> Fleet:
         """The inventory's containers (or those `limit` selects, as --limit does).
         `connect` takes Container's keyword options and wins over the inventory."""

@@ -48,7 +48,7 @@ def audit_command(
     ),
     run: Run,
     base: Baseline,
-    forks: Forks = 10,
+    forks: Forks = None,
     out: Output,
     conn: Connection,
     where: Where,

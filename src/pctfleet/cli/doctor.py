@@ -46,7 +46,7 @@ def doctor_command(
     *,
     sel: Selection,
     what: Diagnose,
-    forks: Forks = 10,
+    forks: Forks = None,
     out: Output,
     conn: Connection,
     where: Where,

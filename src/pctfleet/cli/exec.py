@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from pctfleet.cli.groups import grouped, use
-from pctfleet.cli.options import Connection, Output, Selection
+from pctfleet.cli.options import Connection, Forks, Output, Selection
 from pctfleet.run import adhoc
 from pctfleet.status import exit_code
 from pctfleet.textout import visible
@@ -24,7 +24,7 @@ def exec_command(
     ],
     sel: Selection,
     conn: Connection,
-    forks: Annotated[int, typer.Option("--forks", "-f", min=1, help="Containers at once.")] = 10,
+    forks: Forks = None,
     no_stdin: Annotated[
         bool, typer.Option("--no-stdin", "-n", help="Do not forward stdin.")
     ] = False,

@@ -232,7 +232,11 @@ class Lock:
     )
 
 
-Forks = Annotated[int, typer.Option("--forks", "-f", min=1, help="Containers worked on at once.")]
+FORKS_HELP = (
+    "At most this many containers at once over the whole fleet. Default: no global cap;"
+    " each node runs up to its channel limit at once (inventory max_sessions, else 10)."
+)
+Forks = Annotated[int | None, typer.Option("--forks", "-f", min=1, help=FORKS_HELP)]
 DEFAULT_PLAYBOOK = Path("playbooks/site.yml")
 
 

@@ -84,7 +84,7 @@ def rollout_command(
     sel: Selection,
     batches: Batches,
     run: Run,
-    forks: Forks = 10,
+    forks: Forks = None,
     out: Output,
     conn: Connection,
 ) -> int:
@@ -131,7 +131,7 @@ class RolloutArgs:
     tags: str | None = None
     skip_tags: str | None = None
     extra_vars: list[str] = field(default_factory=list)
-    forks: int = 10
+    forks: int | None = None
     as_json: bool = False
     journal_dir: Path | None = None
 

@@ -31,7 +31,7 @@ def run_command(
     *,
     sel: Selection,
     run: Run,
-    forks: Forks = 10,
+    forks: Forks = None,
     **rest: Any,  # out, lock, conn, where
 ) -> int:
     """Bring containers to the state a playbook declares.
@@ -65,7 +65,7 @@ def provision_command(
     ),
     *,
     run: Run,
-    forks: Forks = 10,
+    forks: Forks = None,
     **rest: Any,  # out, lock, conn, where
 ) -> int:
     """Provision one container with the full GPU serving setup (playbooks/site.yml).
@@ -84,7 +84,7 @@ def playbook_run(
     playbook: Path,
     sel: Selection,
     run: Run,
-    forks: int,
+    forks: int | None,
     *,
     out: Output,
     lock: Lock,

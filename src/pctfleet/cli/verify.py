@@ -36,7 +36,7 @@ def verify_command(
     sel: Selection,
     checks: Checks,
     run: Run,
-    forks: Forks = 10,
+    forks: Forks = None,
     out: Output,
     conn: Connection,
     where: Where,

@@ -201,22 +201,20 @@ def request_for(variables: dict, overrides: dict) -> DoctorRequest:
     return request
 
 
-def run_doctor(inventory, containers: list, connect, overrides: dict, forks: int) -> list:  # noqa: ANN001
+def run_doctor(inventory, containers: list, connect, overrides: dict, forks: int | None) -> list:  # noqa: ANN001, E501
     """Diagnose each container in parallel (or this machine when `inventory` is None)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    from pctfleet.run.scheduler import map_targets
     from pctfleet.transport.connections import build_fleet
     from pctfleet.transport.local import LocalTarget
 
     if inventory is None:
         return [diagnose(LocalTarget(), request_for({}, overrides))]
     fleet = build_fleet(containers, connect)
-    jobs = [
-        (t, request_for(inventory.vars_for(c, {}), overrides))
+    requests = {
+        id(t): request_for(inventory.vars_for(c, {}), overrides)
         for c, t in zip(containers, fleet.targets, strict=True)
-    ]
+    }
     try:
-        with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
-            return list(pool.map(lambda job: diagnose(*job), jobs))
+        return map_targets(fleet.targets, lambda t: diagnose(t, requests[id(t)]), forks)
     finally:
         fleet.close()

@@ -19,6 +19,7 @@ from pctfleet.inventory.checks import (
     expand_path,
     mapping,
     valid_port,
+    valid_sessions,
 )
 from pctfleet.inventory.groups import GroupSpec, by_precedence, resolve_groups, with_groups
 from pctfleet.inventory.model import Container, Group, Inventory, Node
@@ -36,6 +37,7 @@ ANSIBLE_CONNECTION_VARS = {
     "ansible_ssh_user": "user",
     "ansible_ssh_private_key_file": "identity",
     "proxmox_vmid": "ctid",
+    "pctfleet_max_sessions": "max_sessions",
 }
 
 
@@ -167,7 +169,14 @@ def _ansible_node(host: _AnsibleHost, conn: Mapping[str, Any], ctx: str) -> Node
         raise InventoryError(
             f"{ctx}: ansible_ssh_private_key_file must be a path", where=host.where
         )
-    return Node(conn["address"], conn["address"], port, user, expand_path(identity))
+    sessions = conn.get("max_sessions")
+    if sessions is not None and valid_sessions(sessions) is None:
+        raise InventoryError(
+            f"{ctx}: pctfleet_max_sessions must be an integer >= 1, got {brief(sessions)}",
+            where=host.where,
+        )
+    node = Node(conn["address"], conn["address"], port, user, expand_path(identity))
+    return replace(node, max_sessions=valid_sessions(sessions) if sessions is not None else None)
 
 
 def _strip_connection(values: Mapping[str, Any]) -> dict[str, Any]:

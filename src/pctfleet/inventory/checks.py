@@ -163,7 +163,22 @@ def check_connection(src: Src, m: YamlMap, ctx: str) -> dict[str, Any]:
             out[key] = os.path.expanduser(check_text(src, m, key, ctx))
     if "ssh_options" in m:
         out["ssh_options"] = _check_ssh_options(src, m, ctx)
+    if "max_sessions" in m:
+        out["max_sessions"] = check_sessions(src, m, "max_sessions", ctx)
     return out
+
+
+def valid_sessions(value: Any) -> int | None:
+    count = as_int(value)
+    return count if count is not None and count >= 1 else None
+
+
+def check_sessions(src: Src, m: YamlMap, key: str, ctx: str) -> int:
+    """A node's channel limit (sshd's MaxSessions): a whole number, at least 1."""
+    value = valid_sessions(m[key])
+    if value is None:
+        raise src.fail(f"{key!r} must be an integer >= 1, got {brief(m[key])}", m, key, ctx=ctx)
+    return value
 
 
 def _check_ssh_options(src: Src, parent: YamlMap, ctx: str) -> dict[str, Any]:

@@ -22,6 +22,8 @@ class Node:
     known_hosts: str | None = None
     ssh_options: Mapping[str, Any] = field(default_factory=dict, compare=False)
     vars: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # Commands at once on this node (sshd's MaxSessions); None: the default, 10.
+    max_sessions: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pctfleet.inventory.model import Container, Inventory, Node
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap
 
 NATIVE_KEYS = ("defaults", "vars", "nodes", "groups")
-CONNECTION_KEYS = ("user", "port", "identity", "known_hosts", "ssh_options")
+CONNECTION_KEYS = ("user", "port", "identity", "known_hosts", "ssh_options", "max_sessions")
 NODE_KEYS = ("address", *CONNECTION_KEYS, "vars", "containers")
 CONTAINER_KEYS = ("name", "vars")
 GROUP_KEYS = ("containers", "nodes", "children", "vars")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from pctfleet.run.scheduler import map_targets
 from pctfleet.status import Status
 from pctfleet.transport.base import Stdin, Target, TransportError
 
@@ -100,11 +100,14 @@ def _run_one(target: Target, argv: Sequence[str], stdin: Stdin, plan: OutputPlan
 
 
 def run_exec(
-    targets: Sequence[Target], argv: Sequence[str], stdin: Stdin, plan: OutputPlan, forks: int
+    targets: Sequence[Target],
+    argv: Sequence[str],
+    stdin: Stdin,
+    plan: OutputPlan,
+    forks: int | None = None,
 ) -> list[ExecOutcome]:
-    """Run argv in every target, at most `forks` at once; results in target order."""
+    """Run argv in every target: nodes side by side, each within its channel limit,
+    at most `forks` at once when given; results in target order."""
     if len(targets) == 1:
         return [_run_one(targets[0], argv, stdin, plan)]
-    with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
-        futures = [pool.submit(_run_one, t, argv, stdin, plan) for t in targets]
-        return [future.result() for future in futures]
+    return map_targets(targets, lambda target: _run_one(target, argv, stdin, plan), forks)

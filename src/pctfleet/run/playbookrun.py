@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.journal import Journal
 from pctfleet.run.playflow import PlayFlow, batch_stop
 from pctfleet.run.results import ContainerRun, TaskResult
+from pctfleet.run.scheduler import schedule, target_limit
 from pctfleet.run.signals import sigterm_as_interrupt
 from pctfleet.status import SUCCESS, Status
 from pctfleet.transport.connections import build_fleet
@@ -40,7 +39,7 @@ class RunRequest:
     containers: list
     connect: ConnectOptions
     options: RunOptions
-    forks: int = 10
+    forks: int | None = None  # at most this many containers at once; None: the nodes' limits
     stop: threading.Event = field(default_factory=threading.Event)
     per_node: int | None = None  # at most this many containers of one node at once
 
@@ -278,7 +277,8 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
     for index, batch in enumerate(batches, start=1):
         flow = PlayFlow([c.key for c in batch], play.any_errors_fatal, play.max_fail_percentage)
         magic = play_magic(request, containers, batch)
-        schedule(batch, one, request.forks, request.per_node, request.stop)
+        limit = node_limit(targets)
+        schedule(batch, one, request.forks, request.per_node, request.stop, limit)
         stopped = batch_stop(index, [runs[c.key] for c in batch], flow)
         if stopped or (flow.end_play and index < len(batches)):
             why = stopped or f"batch {index}: {flow.ended}"
@@ -287,56 +287,14 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
     return ""
 
 
+def node_limit(targets: dict) -> Callable[[Any], int]:
+    """A container's node limit, as its target's transport knows it now."""
+    return lambda container: target_limit(targets[container.key])
+
+
 def _not_reached(runs: list[ContainerRun], play: Any, why: str, failure: str) -> None:
     """Containers of later batches: untouched by this play (after a failure, by any)."""
     for run in runs:
         if failure and not run.tasks:
             run.status = Status.UNTOUCHED
         run.message = f"play '{play.name}' not run here: {why}"
-
-
-def schedule(
-    containers: list,
-    one: Callable[[Any], None],
-    forks: int,
-    per_node: int | None,
-    stop: threading.Event,
-) -> None:
-    """`one(container)` for each, `forks` at a time, at most `per_node` of one node at once.
-
-    A container whose node is at its limit waits here, not in a worker, so the
-    containers of other nodes take the free workers meanwhile.
-    """
-    limit = max(1, per_node) if per_node else len(containers) or 1
-    pending, in_flight = list(containers), Counter[str]()
-    running: dict[Future, str] = {}
-    with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
-        try:
-            while pending or running:
-                for container in _startable(pending, in_flight, limit, forks - len(running)):
-                    pending.remove(container)
-                    in_flight[container.node.name] += 1
-                    running[pool.submit(one, container)] = container.node.name
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    in_flight[running.pop(future)] -= 1
-                    future.result()
-        except KeyboardInterrupt:
-            # Start nothing new; tasks already running finish or time out, then we report.
-            stop.set()
-            for future in running:
-                future.cancel()
-            raise
-
-
-def _startable(pending: list, in_flight: Counter, limit: int, free: int) -> list:
-    """The next containers (in order) that fit the free workers and their node's limit."""
-    chosen: list = []
-    counts = Counter(in_flight)
-    for container in pending:
-        if len(chosen) >= free:
-            break
-        if counts[container.node.name] < limit:
-            counts[container.node.name] += 1
-            chosen.append(container)
-    return chosen

@@ -43,7 +43,7 @@ class RolloutPlan:
     any_errors_fatal: bool = False
     per_node: int | None = None
     order: str = "spread"
-    forks: int = 10
+    forks: int | None = None
 
 
 @dataclass

@@ -127,6 +127,16 @@ class Target(abc.ABC):
     name: str
     calls: int = 0
 
+    @property
+    def node_key(self) -> str:
+        """Targets with the same key share a node and its channel limit."""
+        return self.name
+
+    @property
+    def session_limit(self) -> int:
+        """How many commands this target's node takes at once (sshd's MaxSessions)."""
+        return 10
+
     def run(
         self,
         argv: Sequence[str],

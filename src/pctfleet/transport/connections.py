@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pctfleet.inventory.local import LocalNode
+from pctfleet.run.scheduler import DEFAULT_NODE_LIMIT
 from pctfleet.transport.base import Target
 from pctfleet.transport.local import LocalTarget
 from pctfleet.transport.options import ConnectOptions, ssh_option_pairs, with_overrides
@@ -33,6 +34,7 @@ def node_options(node, cli: ConnectOptions) -> ConnectOptions:  # noqa: ANN001
         identity=getattr(node, "identity", None),
         known_hosts=getattr(node, "known_hosts", None),
         ssh_options=ssh_option_pairs(getattr(node, "ssh_options", None) or {}),
+        max_sessions=getattr(node, "max_sessions", None),
     )
     return with_overrides(
         from_inventory,
@@ -45,6 +47,11 @@ def node_options(node, cli: ConnectOptions) -> ConnectOptions:  # noqa: ANN001
         command_timeout=cli.command_timeout,
         ssh_config=cli.ssh_config,
     )
+
+
+def container_limit(container) -> int:  # noqa: ANN001
+    """Commands at once on the container's node, as the inventory says (else sshd's 10)."""
+    return getattr(container.node, "max_sessions", None) or DEFAULT_NODE_LIMIT
 
 
 def build_fleet(containers: Iterable, cli: ConnectOptions) -> Fleet:

@@ -77,6 +77,14 @@ class PctTarget(Target):
         self.name = f"{node.node}/{self.ctid}"
         self.calls = 0
 
+    @property
+    def node_key(self) -> str:
+        return self.node.node
+
+    @property
+    def session_limit(self) -> int:
+        return self.node.max_sessions
+
     def _pct(self, *words: str) -> str:
         """A node-side `pct` line. The only quoting layer: the node's login shell."""
         pct = ["pct"] if self.node.target.user == "root" else ["sudo", "-n", "pct"]

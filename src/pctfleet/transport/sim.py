@@ -53,26 +53,44 @@ def snippet_key(snippet: str) -> bytes:
 
 
 class SimNode:
-    """One simulated Proxmox node: at most `max_sessions` commands at once."""
+    """One simulated Proxmox node: at most `max_sessions` commands at once.
 
-    def __init__(self, name: str, max_sessions: int = 10) -> None:
+    `rtt` is the network's round trip to it: the first command logs in (one
+    round trip, paid once per node while the node's other callers wait, as on
+    the shared SSH connection), and every command then opens a channel and
+    runs its call (one round trip each).
+    """
+
+    def __init__(self, name: str, max_sessions: int = 10, rtt: float = 0.0) -> None:
         self.name = name
         self.max_sessions = max_sessions
+        self.rtt = rtt
         self.calls = 0
+        self.logins = 0
         self.peak_sessions = 0
         self._slots = threading.BoundedSemaphore(max_sessions)
         self._lock = threading.Lock()
+        self._login = threading.Lock()
         self._active = 0
+
+    def _log_in(self) -> None:
+        with self._login:
+            if not self.logins:
+                time.sleep(self.rtt)
+                self.logins = 1
 
     @contextmanager
     def session(self) -> Iterator[None]:
-        """Hold one session slot; waits while the node is at its cap."""
+        """Hold one session slot (waits while the node is at its cap), logged in,
+        its channel open."""
         with self._slots:
             with self._lock:
                 self.calls += 1
                 self._active += 1
                 self.peak_sessions = max(self.peak_sessions, self._active)
             try:
+                self._log_in()
+                time.sleep(2 * self.rtt)  # the channel opened, the call's request and reply
                 yield
             finally:
                 with self._lock:
@@ -107,6 +125,14 @@ class SimTarget(Target):
         self.answer: Answer = answer or (lambda snippet: None)
         self.calls = 0
 
+    @property
+    def node_key(self) -> str:
+        return self.node.name
+
+    @property
+    def session_limit(self) -> int:
+        return self.node.max_sessions
+
     def _run(
         self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
     ) -> tuple[int, float]:
@@ -135,7 +161,7 @@ class SimFleet:
 
     def connections_opened(self) -> dict[str, int]:
         """One simulated connection per node that was used."""
-        return {name: 1 for name, node in self.nodes.items() if node.calls}
+        return {name: node.logins for name, node in self.nodes.items() if node.calls}
 
 
 def build_sim_fleet(
@@ -144,13 +170,14 @@ def build_sim_fleet(
     latency: float,
     max_sessions: int = 10,
     answers: Callable[[Any], Answer] | None = None,
+    rtt: float = 0.0,
 ) -> SimFleet:
     """A SimTarget per inventory container; containers of one node share its SimNode."""
     nodes: dict[str, SimNode] = {}
     targets = []
     for container in containers:
         name = container.node.name
-        node = nodes.setdefault(name, SimNode(name, max_sessions))
+        node = nodes.get(name) or nodes.setdefault(name, SimNode(name, max_sessions, rtt))
         answer = answers(container) if answers else None
         targets.append(SimTarget(node, container.ctid, latency, answer))
     return SimFleet(nodes, targets)

@@ -5,8 +5,12 @@ ProxyJump gateways and loads keys. On top of it live our host-key policy
 (hostkeys.enforce), the typed outcomes, and the channel pool: a node's
 connection opens lazily on the first command and is shared by every container
 and thread on that node. sshd caps channels per connection (MaxSessions, 10 by
-default), so past the cap a second connection is opened rather than failing;
-it reuses the first one's gateway, so a jump host sees one login.
+default; the inventory's `max_sessions` says otherwise). The scheduler keeps a
+node within that limit; a caller past it gets a second connection rather than
+failing (it reuses the first one's gateway, so a jump host sees one login).
+When sshd refuses a session channel (past MaxSessions), its real cap is
+lower than we were told: the node's limit drops to the channels open then and
+the command waits for a free one on the same connection.
 """
 
 from __future__ import annotations
@@ -28,6 +32,23 @@ from pctfleet.transport.options import ConnectOptions, ResolvedTarget, connectio
 # paramiko logs tracebacks of failed handshakes to stderr; we report them as typed outcomes.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 logging.getLogger("paramiko").propagate = False
+
+
+# How sshd says no to a session past MaxSessions: OpenSSH answers "open failed:
+# Connect failed", other servers "administratively prohibited".
+_SESSION_REFUSED = (
+    paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED,
+    paramiko.common.OPEN_FAILED_CONNECT_FAILED,
+)
+
+
+def _session_refused(exc: Exception, slot: _Slot) -> bool:
+    """Whether sshd refused a session while the connection stays up. Two refusals at
+    once share paramiko's one saved exception: the other caller gets a bare
+    "Unable to open channel." for the same refusal."""
+    if isinstance(exc, paramiko.ChannelException):
+        return exc.code in _SESSION_REFUSED
+    return str(exc) == "Unable to open channel." and slot.alive()
 
 
 class _Slot:
@@ -61,6 +82,8 @@ class NodeConnection:
         self.target: ResolvedTarget = resolve(node, address, options)
         self.options = options
         self.connections_opened = 0
+        self.max_sessions = max(1, options.max_sessions)  # lowered when sshd refuses
+        self._refusals = 0  # once sshd refused, callers past its cap wait for a channel
         self._slots: list[_Slot] = []
         self._cond = threading.Condition()
         self._gateway: fabric.Connection | str | None = None
@@ -128,13 +151,18 @@ class NodeConnection:
     # -- channel slots ----------------------------------------------------
 
     def _acquire(self) -> _Slot:
+        """A connection with a free channel. Past the cap a new connection opens, unless
+        sshd has refused a channel: then the caller waits for a free one."""
         with self._cond:
             while True:
                 self._slots = [s for s in self._slots if s.alive() or s.in_use]
                 for slot in self._slots:
-                    if slot.in_use < self.options.max_sessions and slot.alive():
+                    if slot.in_use < self.max_sessions and slot.alive():
                         slot.in_use += 1
                         return slot
+                if self._refusals and any(s.alive() for s in self._slots):
+                    self._cond.wait()
+                    continue
                 if self._failure is not None and not any(s.alive() for s in self._slots):
                     failure = self._failure
                     raise type(failure)(failure.where, failure.message, failure.hint)
@@ -148,6 +176,17 @@ class NodeConnection:
                 slot.in_use = 1
                 self._slots.append(slot)
                 return slot
+
+    def _refused(self, slot: _Slot) -> bool:
+        """sshd refused a channel on `slot`: its cap is the channels open there now.
+        False when nothing else was open: then channels are refused outright."""
+        with self._cond:
+            others = slot.in_use - 1
+            if others < 1:
+                return False
+            self.max_sessions = min(self.max_sessions, others)
+            self._refusals += 1
+            return True
 
     def _release(self, slot: _Slot) -> None:
         with self._cond:
@@ -167,17 +206,35 @@ class NodeConnection:
     ) -> tuple[int, float]:
         """Run a node shell command line; stream its output; return (exit, seconds)."""
         started = time.monotonic()
-        slot = self._acquire()
+        channel, slot = self._open_channel()
         try:
-            try:
-                channel = slot.conn.transport.open_session(timeout=self.options.connect_timeout)
-            except (paramiko.SSHException, EOFError, OSError) as exc:
-                raise self._unreachable(exc) from None
             limit = timeout if timeout is not None else self.options.command_timeout
             code = pump_channel(channel, command, stdin, limit, stdout, stderr, self.node)
         finally:
             self._release(slot)
         return code, time.monotonic() - started
+
+    def _open_channel(self) -> tuple[paramiko.Channel, _Slot]:
+        """A session channel and the slot it holds; a refused one is retried."""
+        alone = 0  # refusals while no other channel of ours was open
+        while True:
+            slot = self._acquire()
+            try:
+                channel = slot.conn.transport.open_session(timeout=self.options.connect_timeout)
+                return channel, slot
+            except paramiko.SSHException as exc:
+                refused = _session_refused(exc, slot)
+                lowered = refused and self._refused(slot)
+                self._release(slot)
+                if refused and not lowered and alone < 20:
+                    # sshd frees a closed session a moment after our close: try again soon.
+                    alone += 1
+                    time.sleep(0.1)
+                elif not lowered:
+                    raise self._unreachable(exc) from None
+            except (EOFError, OSError) as exc:
+                self._release(slot)
+                raise self._unreachable(exc) from None
 
     def close(self) -> None:
         with self._cond:

@@ -2,7 +2,8 @@
 
 One child pytest process runs all containers as pct:// hosts: each node is
 reached over one SSH connection, and every container's facts are read in
-parallel (`--forks` at a time) in one `pct exec` each; the checks then only
+parallel (each node up to its channel limit, `--forks` at most in all) in one
+`pct exec` each; the checks then only
 judge. The child's own plugin (`Collector`) writes a JSON record of every
 check, which is turned here into a table, JSON and an exit code.
 
@@ -28,7 +29,7 @@ from pctfleet import exitcodes
 from pctfleet.inventory.local import LocalNode
 from pctfleet.jsonfields import json_fields
 from pctfleet.status import ContainerOutcome
-from pctfleet.transport.connections import node_options
+from pctfleet.transport.connections import container_limit, node_options
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.verify import SETTINGS, UNAVAILABLE
 
@@ -54,7 +55,7 @@ class VerifyRequest:
     tests: list[Path] = field(default_factory=list)
     keyword: str | None = None
     junit: Path | None = None
-    forks: int = 10
+    forks: int | None = None
     extra_vars: dict = field(default_factory=dict)
 
 
@@ -163,6 +164,13 @@ def _specs(request: VerifyRequest) -> tuple[list[str], list[str]]:
 # -- the child pytest run ----------------------------------------------------------------
 
 
+def fact_readers(request: VerifyRequest) -> int:
+    """Fact reads at once: each node up to its channel limit, under --forks when given."""
+    from pctfleet.run.scheduler import worker_count
+
+    return worker_count(request.containers, request.forks, container_limit)
+
+
 def pytest_args(
     request: VerifyRequest, specs: Sequence[str], settings: Sequence[str] = ()
 ) -> list[str]:
@@ -172,7 +180,7 @@ def pytest_args(
     args += settings
     args += [
         f"--hosts={','.join(specs)}",
-        f"--pct-forks={request.forks}",
+        f"--pct-forks={fact_readers(request)}",
         # The user's own pytest config (addopts, plugins) has no say over verify.
         "-c",
         os.devnull,
