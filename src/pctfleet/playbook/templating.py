@@ -29,6 +29,7 @@ import yaml
 from jinja2 import StrictUndefined, Undefined, meta, nodes
 
 from pctfleet.errors import TemplateError
+from pctfleet.playbook import rendermemo
 
 REDACTED = "********"
 SECRET_SUFFIXES = ("_password", "_token", "_secret")
@@ -329,6 +330,11 @@ def _run_expression(expr: str, variables: LazyVars, env: jinja2.Environment) -> 
 def _render_string(text: str, variables: LazyVars, env: jinja2.Environment) -> Any:
     if isinstance(text, Secret | Unsafe) or not _is_template(text):
         return text
+    key = rendermemo.memo_key(env, text, variables)
+    return rendermemo.rendered(key, lambda: _render_fresh(text, variables, env))
+
+
+def _render_fresh(text: str, variables: LazyVars, env: jinja2.Environment) -> Any:
     expr = _single_expression(text)
     if expr is not None:
         return _run_expression(expr, variables, env)
