@@ -1,0 +1,156 @@
+"""Reading containers from `pct list` / `pct config` output (pve-container's formats)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pctfleet.inventory.discover import (
+    MARK,
+    UNREADABLE,
+    Rule,
+    discovery_command,
+    parse_discovery,
+    parse_pct_config,
+    parse_pct_list,
+)
+from pctfleet.lab import pct as shim
+
+# pve-container: printf("%-10s %-10s %-12s %-20s\n", vmid, status, lock, name)
+PCT_LIST = (
+    "VMID       Status     Lock         Name                \n"
+    "200        running                 gpu-a               \n"
+    "201        stopped    backup       gpu-b               \n"
+    "305        running                 a-hostname-longer-than-twenty-chars\n"
+)
+# pve-container: sorted keys without digest/lxc, then the raw lxc lines in order.
+PCT_CONFIG = """\
+arch: amd64
+cores: 8
+dev0: /dev/nvidia0,gid=44
+features: nesting=1
+hostname: gpu-a
+memory: 65536
+mp0: /srv/models,mp=/models
+net0: name=eth0,bridge=vmbr0,ip=dhcp,type=veth
+ostype: debian
+rootfs: local-lvm:vm-200-disk-0,size=64G
+tags: gpu;prod
+lxc.cgroup2.devices.allow: c 195:* rwm
+lxc.cgroup2.devices.allow: c 509:* rwm
+lxc.mount.entry: /dev/nvidia-uvm dev/nvidia-uvm none bind,optional,create=file
+"""
+
+
+def test_pct_list_rows_with_and_without_lock():
+    assert parse_pct_list(PCT_LIST) == [
+        (200, "running", "", "gpu-a"),
+        (201, "stopped", "backup", "gpu-b"),
+        (305, "running", "", "a-hostname-longer-than-twenty-chars"),
+    ]
+
+
+def test_pct_list_prints_nothing_for_no_containers():
+    assert parse_pct_list("") == []
+
+
+@pytest.mark.parametrize("text", ["VMID Name\n200 x\n", PCT_LIST + "garbage\n"])
+def test_pct_list_in_another_shape_is_refused_not_read_as_empty(text):
+    with pytest.raises(ValueError, match="unexpected pct list"):
+        parse_pct_list(text)
+
+
+def test_pct_config_keeps_repeated_lxc_lines_in_order():
+    pairs = parse_pct_config(PCT_CONFIG)
+    assert pairs[0] == ("arch", "amd64")
+    assert [v for k, v in pairs if k == "lxc.cgroup2.devices.allow"] == [
+        "c 195:* rwm",
+        "c 509:* rwm",
+    ]
+
+
+def _output(*configs: tuple[int, str]) -> str:
+    return PCT_LIST + "".join(f"{MARK} {ctid}\n{text}" for ctid, text in configs)
+
+
+def test_discovery_output_gives_tags_devices_and_mounts():
+    out = _output((200, PCT_CONFIG), (201, "hostname: gpu-b\n"), (305, "cores: 2\n"))
+    found = {ct.ctid: ct.as_json() for ct in parse_discovery(out)}
+    a = found[200]
+    assert (a["name"], a["status"], a["tags"], a["ostype"]) == (
+        "gpu-a",
+        "running",
+        ["gpu", "prod"],
+        "debian",
+    )
+    assert (a["cores"], a["memory"]) == ("8", "65536")
+    assert a["devices"] == [
+        "dev0: /dev/nvidia0,gid=44",
+        "lxc.cgroup2.devices.allow: c 195:* rwm",
+        "lxc.cgroup2.devices.allow: c 509:* rwm",
+    ]
+    assert a["mounts"][0] == "mp0: /srv/models,mp=/models"
+    assert a["mounts"][-1].startswith("lxc.mount.entry: /dev/nvidia-uvm")
+    assert found[201]["lock"] == "backup" and found[201]["tags"] == []
+    assert found[305]["name"] == "a-hostname-longer-than-twenty-chars"
+
+
+def test_config_text_stays_data():
+    out = (
+        PCT_LIST.splitlines(True)[0]
+        + "200 running x\n"
+        + f"{MARK} 200\nhostname: {{{{ x }}}}\ndescription: [red]hi[/red]\n"
+    )
+    (ct,) = parse_discovery(out)
+    assert ct.name == "{{ x }}" and ct.value("description") == "[red]hi[/red]"
+
+
+def test_a_config_that_failed_makes_the_node_unreadable():
+    out = _output(
+        (200, PCT_CONFIG),
+        (201, f"Configuration file 'nodes/pve1/lxc/201.conf' does not exist\n{UNREADABLE} 201\n"),
+    )
+    with pytest.raises(ValueError, match="pct config 201 failed: Configuration file"):
+        parse_discovery(out)
+
+
+def test_a_listed_container_without_config_is_an_error():
+    with pytest.raises(ValueError, match="no pct config for CT 201"):
+        parse_discovery(_output((200, PCT_CONFIG)))
+
+
+def test_rule_needs_every_tag_and_the_status():
+    (a, b, _) = parse_discovery(_output((200, PCT_CONFIG), (201, "tags: gpu\n"), (305, "")))
+    assert Rule(("gpu",), "running").matches(a)
+    assert not Rule(("gpu",), "running").matches(b)
+    assert Rule(("gpu",)).matches(b) and not Rule(("gpu", "prod")).matches(b)
+
+
+def test_discovery_command_only_reads():
+    cmd = discovery_command()
+    assert "pct list" in cmd and 'pct config "$id"' in cmd
+    for verb in ("set", "start", "stop", "destroy", "create", "exec"):
+        assert f"pct {verb}" not in cmd
+    assert "sudo -n pct list" in discovery_command(sudo=True)
+
+
+def test_lab_shim_prints_config_like_pve(tmp_path, monkeypatch, capsys):
+    conf = tmp_path / "pve/nodes/n1/lxc/250.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text(
+        "#comment\nlxc.mount.entry: /a a none bind\nhostname: x\ntags: gpu;prod\n"
+        "lxc.mount.entry: /b b none bind\narch: amd64\n[snap1]\nhostname: old\n"
+    )
+    node_json = tmp_path / "node.json"
+    node_json.write_text(
+        json.dumps(
+            {"node": "n1", "index": 1, "lxcpath": str(tmp_path), "pve": str(tmp_path / "pve")}
+        )
+    )
+    monkeypatch.setenv("PCTFLEET_LAB_NODE", str(node_json))
+    assert shim.main(["config", "250"]) == 0
+    assert capsys.readouterr().out == (
+        "arch: amd64\nhostname: x\ntags: gpu;prod\n"
+        "lxc.mount.entry: /a a none bind\nlxc.mount.entry: /b b none bind\n"
+    )
