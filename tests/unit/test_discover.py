@@ -154,3 +154,76 @@ def test_lab_shim_prints_config_like_pve(tmp_path, monkeypatch, capsys):
         "arch: amd64\nhostname: x\ntags: gpu;prod\n"
         "lxc.mount.entry: /a a none bind\nlxc.mount.entry: /b b none bind\n"
     )
+
+
+DISCOVERING = """\
+nodes:
+  pve1:
+    address: 127.0.0.1
+    discover: {tags: [gpu], status: running}
+  pve2:
+    containers: [300]
+groups:
+  serving:
+    nodes: [pve1]
+  canary:
+    containers: [gpu-a]
+"""
+
+
+def _found():
+    return parse_discovery(_output((200, PCT_CONFIG), (201, "tags: gpu\n"), (305, "tags: cpu\n")))
+
+
+def test_discover_rule_is_resolved_with_groups_and_limit():
+    from pctfleet.inventory import inventory_from_text
+    from pctfleet.inventory.native import parse_native
+
+    pending = inventory_from_text(DISCOVERING, "inv.yml")
+    assert pending.discovery is not None and [c.key for c in pending.containers] == ["pve2/300"]
+    inv = parse_native(pending.discovery.doc, pending.discovery.src, {"pve1": _found()})
+    assert inv.discovery is None
+    assert [c.key for c in inv.containers] == ["pve1/200", "pve2/300"]  # 201 stopped, 305 cpu
+    assert [c.label for c in inv.select("serving")] == ["gpu-a"]
+    assert [c.key for c in inv.select("canary,pve2")] == ["pve1/200", "pve2/300"]
+
+
+def test_a_node_that_cannot_be_read_stops_resolution(monkeypatch):
+    from pctfleet.inventory import inventory_from_text, load
+    from pctfleet.inventory.discover import DiscoveryError, NodeFound
+
+    pending = inventory_from_text(DISCOVERING, "inv.yml")
+    monkeypatch.setattr(
+        load,
+        "read_nodes",
+        lambda nodes, *_: [NodeFound(n, error="pct list failed (exit 255): boom") for n in nodes],
+    )
+    with pytest.raises(
+        DiscoveryError, match=r"node pve1 \(127.0.0.1\): pct list failed \(exit 255\): boom"
+    ):
+        load.resolve_discovery(pending)
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ("{status: paused}", "'status' must be one of running, stopped, got 'paused'"),
+        ("{tags: gpu}", "'tags' must be a list of tag names"),
+        ("{tag: [gpu]}", "unknown key 'tag'"),
+    ],
+)
+def test_bad_discover_rules_name_the_line(rule, message):
+    from pctfleet.errors import InventoryError
+    from pctfleet.inventory import inventory_from_text
+
+    with pytest.raises(InventoryError, match="inv.yml:") as err:
+        inventory_from_text(f"nodes:\n  pve1:\n    discover: {rule}\n", "inv.yml")
+    assert message in str(err.value)
+
+
+def test_containers_and_discover_together_are_refused():
+    from pctfleet.errors import InventoryError
+    from pctfleet.inventory import inventory_from_text
+
+    with pytest.raises(InventoryError, match="either 'containers' or 'discover'"):
+        inventory_from_text("nodes:\n  pve1:\n    containers: [200]\n    discover: {}\n", "inv.yml")
