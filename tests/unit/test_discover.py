@@ -227,3 +227,30 @@ def test_containers_and_discover_together_are_refused():
 
     with pytest.raises(InventoryError, match="either 'containers' or 'discover'"):
         inventory_from_text("nodes:\n  pve1:\n    containers: [200]\n    discover: {}\n", "inv.yml")
+
+
+def test_fleet_drift_unmanaged_missing_and_unreadable():
+    from pctfleet.inventory import inventory_from_text
+    from pctfleet.inventory.discover import NodeFound, fleet_drift
+
+    inv = inventory_from_text(
+        "nodes:\n  pve1: {containers: [200, 299]}\n  pve2: {containers: [300]}\n"
+        "  pve3: {discover: {tags: [gpu]}}\n",
+        "inv.yml",
+    )
+    pve1, pve2, pve3 = inv.nodes.values()
+    found = [
+        NodeFound(pve1, _found()),  # holds 200, 201, 305; the inventory lists 200, 299
+        NodeFound(pve2, error="pct list failed (exit 255): boom"),
+        NodeFound(pve3, _found()),  # discovery: what the rule leaves out is not drift
+    ]
+    items = {
+        (i.node, i.ctid, i.kind)
+        for i in fleet_drift(inv.containers, inv.containers, found, inv.rules)
+    }
+    assert items == {
+        ("pve1", 201, "unmanaged"),
+        ("pve1", 305, "unmanaged"),
+        ("pve1", 299, "missing"),
+        ("pve2", None, "unreadable"),
+    }

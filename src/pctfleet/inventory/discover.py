@@ -206,3 +206,59 @@ def as_rows(found: Sequence[NodeFound], rule: Rule) -> list[dict[str, Any]]:
     return [
         {"node": f.node.name, **ct.as_json()} for f in found for ct in select(f.containers, rule)
     ]
+
+
+@dataclass(frozen=True)
+class FleetItem:
+    """Drift of the fleet itself: a container on a node the inventory does not
+    manage ("unmanaged"), one it lists that the node lacks ("missing"), or a node
+    whose containers could not be read ("unreadable")."""
+
+    node: str
+    kind: str
+    ctid: int | None = None
+    name: str | None = None
+    status: str | None = None
+    detail: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "ctid": self.ctid,
+            "kind": self.kind,
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail or None,
+        }
+
+
+def fleet_drift(
+    managed: Iterable[Any], selected: Iterable[Any], found: Sequence[NodeFound], rules: Any
+) -> list[FleetItem]:
+    """Compare what the nodes hold with the inventory's `managed` containers.
+
+    Nodes with listed containers: every other container on them is unmanaged.
+    Nodes in `rules` (`discover:`) manage exactly the containers their rule
+    matches, so the rest is left out by choice and never reported. `selected`
+    containers absent from their node are missing."""
+    items: list[FleetItem] = []
+    managed, selected = list(managed), list(selected)
+    for f in found:
+        node = f.node.name
+        if f.error:
+            items.append(FleetItem(node, "unreadable", detail=f.error))
+            continue
+        here = {c.ctid for c in managed if c.node.name == node}
+        present = {ct.ctid for ct in f.containers}
+        if node not in rules:
+            items += [
+                FleetItem(node, "unmanaged", ct.ctid, ct.name, ct.status)
+                for ct in f.containers
+                if ct.ctid not in here
+            ]
+        items += [
+            FleetItem(node, "missing", c.ctid, c.name)
+            for c in selected
+            if c.node.name == node and c.ctid not in present
+        ]
+    return items

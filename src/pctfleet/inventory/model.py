@@ -95,6 +95,8 @@ class Inventory:
         self._by_key = {c.key: c for c in self.containers}
         # Set while `discover:` nodes are still unread: `resolve_discovery` reads them.
         self.discovery: Discovery | None = None
+        # Rules of the nodes whose containers were discovered, by node name.
+        self.rules: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return (

@@ -66,6 +66,7 @@ def parse_native(
     groups = {} if pending else resolve_groups(_parse_groups(src, doc, nodes, containers))
     inv = Inventory(nodes, with_groups(containers, groups), groups, all_vars, src.name)
     inv.discovery = Discovery(rules, doc, src) if pending else None
+    inv.rules = rules
     return inv
 
 
