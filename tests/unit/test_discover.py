@@ -254,3 +254,34 @@ def test_fleet_drift_unmanaged_missing_and_unreadable():
         ("pve1", 299, "missing"),
         ("pve2", None, "unreadable"),
     }
+
+
+def test_yaml_output_is_a_native_inventory_of_what_was_found():
+    import yaml
+
+    from pctfleet.cli.inventory import native_inventory
+    from pctfleet.inventory import inventory_from_text
+    from pctfleet.inventory.discover import NodeFound, as_rows
+    from pctfleet.inventory.model import Node
+
+    found = [NodeFound(Node("pve1", "10.1.2.6", port=2222), _found())]
+    found.append(NodeFound(Node("pve2", "10.1.2.7"), _found()))
+    text = yaml.safe_dump(native_inventory(found, as_rows(found, Rule(("gpu",)))))
+    inv = inventory_from_text(text, "discovered.yml")
+    assert [(c.key, c.name) for c in inv.containers] == [
+        ("pve1/200", "gpu-a"),
+        ("pve1/201", "gpu-b"),
+        ("pve2/200", None),  # the host name is taken: known by its key
+        ("pve2/201", None),
+    ]
+    assert inv.nodes["pve1"].port == 2222 and inv.nodes["pve2"].port == 22
+
+
+def test_bad_status_is_one_line_and_exit_5():
+    from typer.testing import CliRunner
+
+    from pctfleet.cli.main import app
+
+    result = CliRunner().invoke(app, ["inventory", "discover", "--host", "h", "--status", "up"])
+    assert result.exit_code == 5
+    assert "--status: status must be one of running, stopped, got 'up'" in result.output
