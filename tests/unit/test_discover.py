@@ -84,7 +84,7 @@ def test_discovery_output_gives_tags_devices_and_mounts():
         ["gpu", "prod"],
         "debian",
     )
-    assert (a["cores"], a["memory"]) == ("8", "65536")
+    assert (a["cores"], a["memory"]) == (8, 65536)
     assert a["devices"] == [
         "dev0: /dev/nvidia0,gid=44",
         "lxc.cgroup2.devices.allow: c 195:* rwm",

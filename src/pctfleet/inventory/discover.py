@@ -60,11 +60,16 @@ class FoundCT:
             "lock": self.lock or None,
             "tags": list(self.tags),
             "ostype": self.value("ostype"),
-            "cores": self.value("cores"),
-            "memory": self.value("memory"),
+            "cores": _number(self.value("cores")),
+            "memory": _number(self.value("memory")),
             "devices": self.lines(DEVICE_KEY),
             "mounts": self.lines(MOUNT_KEY),
         }
+
+
+def _number(value: str | None) -> int | str | None:
+    """Counts as integers (`cores: 8`, `memory: 65536` MiB); anything else as written."""
+    return int(value) if value is not None and value.isdigit() else value
 
 
 @dataclass(frozen=True)
