@@ -19,7 +19,7 @@ from pctfleet.cli.options import (
     Where,
     default_playbook,
 )
-from pctfleet.status import exit_code
+from pctfleet.status import Status, exit_code
 
 
 @dataclass
@@ -64,14 +64,21 @@ def audit_command(
     hash or pip package that differs from it. A version matrix shows which
     containers differ from the rest. Exit 0 no drift, 2 drift, 1 error
     (an unreachable container is never reported clean).
+
+    The nodes are also asked which containers they hold (pct list): one the
+    inventory does not list is "unmanaged", one it lists that the node lacks is
+    "missing" (both drift, exit 2); a node that cannot be read is an error.
     """
-    from pctfleet.cli.auditview import render, to_json
+    from pctfleet.cli.auditview import render, render_fleet, to_json
     from pctfleet.cli.progress import display_for
     from pctfleet.cli.report import make_console
     from pctfleet.cuda import audit as drift
     from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
     inv, containers = where.select(sel)
+    fleet = [] if where.is_local else fleet_check(inv, containers, conn, forks)
+    gone = {(i.node, i.ctid) for i in fleet if i.kind == "missing"}
+    containers = [c for c in containers if (c.node.name, c.ctid) not in gone]
     probes = {"fingerprint": drift.fingerprint_snippet, "stale": drift.stale_snippet}
     options = run.run_options(check=True, diff=True, extra_probes=probes)
     request = RunRequest(
@@ -81,12 +88,26 @@ def audit_command(
     display = display_for(make_console(stderr=True), prepared.plays, as_json=out.as_json)
     options.observer = display.tracker
     with display:
-        runs = execute(prepared)
+        runs = execute(prepared) if containers else []
     audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline)
     if recorded is not None:
         typer.secho(f"baseline: recorded {recorded} container(s) in {base.baseline_file}", err=True)
     if out.as_json:
-        typer.echo(to_json(audits))
+        typer.echo(to_json(audits, fleet))
     else:
+        render_fleet(make_console(), fleet)
         render(make_console(), audits)
-    return exit_code("audit", (a.status for a in audits))
+    statuses = [a.status for a in audits] + [FLEET_STATUS[i.kind] for i in fleet]
+    return exit_code("audit", statuses)
+
+
+FLEET_STATUS = {"unmanaged": Status.DRIFT, "missing": Status.DRIFT, "unreadable": Status.ERROR}
+
+
+def fleet_check(inv, containers, conn: Connection, forks: int) -> list:  # noqa: ANN001
+    """What the selected containers' nodes hold against the inventory (one command a node)."""
+    from pctfleet.inventory.discover import fleet_drift, read_nodes
+
+    nodes = list({c.node.name: c.node for c in containers}.values())
+    found = read_nodes(nodes, conn.options(), forks)
+    return fleet_drift(inv.containers, containers, found, inv.rules)

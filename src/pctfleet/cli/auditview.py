@@ -75,9 +75,20 @@ def matrix(audits: list[ContainerAudit], compact: bool = False) -> Table:
     return table
 
 
-def to_json(audits: list[ContainerAudit]) -> str:
+def render_fleet(console: Console, fleet: list) -> None:
+    """Fleet drift, one line each: `node1/290: unmanaged (stopped, name x)`."""
+    for item in fleet:
+        where = f"{item.node}/{item.ctid}" if item.ctid is not None else f"node {item.node}"
+        said = ", ".join(
+            x for x in (item.status, item.name and f"name {item.name}", item.detail) if x
+        )
+        console.print(line((f"{where}: {item.kind}", "bold yellow"), f" ({said})" if said else ""))
+
+
+def to_json(audits: list[ContainerAudit], fleet: list | None = None) -> str:
     return json.dumps(
         {
+            "fleet": [item.as_json() for item in fleet or []],
             "containers": [a.as_json() for a in audits],
             "summary": summary(audits),
             "majority": majority(audits),

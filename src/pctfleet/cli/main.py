@@ -41,9 +41,11 @@ app.command("rollout")(rollout_command)
 
 
 def _register_subcommands() -> None:
+    from pctfleet.cli.inventory import inventory_app
     from pctfleet.cli.runs import runs_app
     from pctfleet.lab.cli import lab_app
 
+    app.add_typer(inventory_app, name="inventory", help="Inventories read from the nodes.")
     app.add_typer(lab_app, name="lab", help="A local Proxmox-like lab: sshd nodes, LXC containers.")
     app.add_typer(runs_app, name="runs")
 

@@ -30,6 +30,8 @@ def split_tags(text: str | None) -> set[str] | None:
 def select_containers(inventory: Path | None, host: str | None, ct: str | None, limit: str | None):
     """The inventory and the containers a command works on: -i INVENTORY or --host/--ct."""
     from pctfleet.inventory import adhoc_inventory, load_inventory, parse_ctids
+    from pctfleet.inventory.discover import DiscoveryError
+    from pctfleet.inventory.load import resolve_discovery
 
     if inventory and host:
         raise fail("give either -i INVENTORY or --host/--ct, not both", exitcodes.BAD_OPTIONS)
@@ -38,7 +40,10 @@ def select_containers(inventory: Path | None, host: str | None, ct: str | None, 
             raise fail("--host needs --ct (for example --ct 200,201)", exitcodes.BAD_OPTIONS)
         inv = adhoc_inventory(host, parse_ctids(ct))
     elif inventory:
-        inv = load_inventory(inventory)
+        try:
+            inv = resolve_discovery(load_inventory(inventory))
+        except DiscoveryError as exc:
+            raise fail(str(exc), exitcodes.UNREACHABLE) from None
     else:
         raise fail("say where: -i INVENTORY, or --host NODE --ct 200", exitcodes.BAD_OPTIONS)
     return inv, inv.select(limit)

@@ -10,6 +10,7 @@ from typing import Any
 from pctfleet.errors import InventoryError, brief
 from pctfleet.inventory.ansible import ANSIBLE_GROUP_KEYS, parse_ansible
 from pctfleet.inventory.checks import CTID_HELP, Src, check_address, check_ctid, expand_path
+from pctfleet.inventory.discover import DiscoveryError, failures, read_nodes
 from pctfleet.inventory.model import Container, Inventory, Node
 from pctfleet.inventory.native import NATIVE_KEYS, parse_native
 from pctfleet.playbook.yamlsrc import YamlMap, load_yaml, load_yaml_text
@@ -93,3 +94,20 @@ def parse_ctids(text: str) -> list[int]:
             raise InventoryError(f"--ct: range {part!r} holds more than {MAX_CTID_RANGE} ids")
         out.update(dict.fromkeys(range(first, last + 1)))
     return list(out)
+
+
+def resolve_discovery(inv: Inventory, options: Any = None, forks: int = 10) -> Inventory:  # noqa: ANN401
+    """`inv` with the containers of its `discover:` nodes read from the nodes
+    (`options`: ConnectOptions over the nodes' own settings). A node that cannot
+    be read raises DiscoveryError: it is never taken to have no containers."""
+    if inv.discovery is None:
+        return inv
+    from pctfleet.transport.options import ConnectOptions
+
+    pending = inv.discovery
+    nodes = [inv.nodes[name] for name in pending.rules]
+    found = read_nodes(nodes, options or ConnectOptions(), forks)
+    problems = failures(found)
+    if problems:
+        raise DiscoveryError("cannot discover containers: " + "; ".join(problems))
+    return parse_native(pending.doc, pending.src, {f.node.name: f.containers for f in found})

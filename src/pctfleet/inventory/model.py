@@ -68,6 +68,16 @@ class Group:
     vars: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
+@dataclass(frozen=True)
+class Discovery:
+    """Nodes whose containers come from the node itself (`discover:`), and the
+    document to read again once they are known (see `inventory.discover`)."""
+
+    rules: Mapping[str, Any]
+    doc: Any
+    src: Any
+
+
 class Inventory:
     """Nodes, containers (file order), groups and the `all` vars of one inventory."""
 
@@ -85,6 +95,10 @@ class Inventory:
         self.vars: dict[str, Any] = dict(vars or {})
         self.source = source
         self._by_key = {c.key: c for c in self.containers}
+        # Set while `discover:` nodes are still unread: `resolve_discovery` reads them.
+        self.discovery: Discovery | None = None
+        # Rules of the nodes whose containers were discovered, by node name.
+        self.rules: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return (

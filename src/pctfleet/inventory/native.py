@@ -8,6 +8,7 @@ from typing import Any
 from pctfleet.errors import brief, did_you_mean
 from pctfleet.inventory.checks import (
     CTID_HELP,
+    NAME_RE,
     Src,
     check_connection,
     check_ctid,
@@ -19,19 +20,26 @@ from pctfleet.inventory.checks import (
     mapping,
     name_of,
 )
+from pctfleet.inventory.discover import STATUSES, FoundCT, Rule
 from pctfleet.inventory.groups import GroupSpec, resolve_groups, with_groups
-from pctfleet.inventory.model import Container, Inventory, Node
+from pctfleet.inventory.model import Container, Discovery, Inventory, Node
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap
 
 NATIVE_KEYS = ("defaults", "vars", "nodes", "groups")
 CONNECTION_KEYS = ("user", "port", "identity", "known_hosts", "ssh_options", "max_sessions")
-NODE_KEYS = ("address", *CONNECTION_KEYS, "vars", "containers")
+NODE_KEYS = ("address", *CONNECTION_KEYS, "vars", "containers", "discover")
+DISCOVER_KEYS = ("tags", "status")
 CONTAINER_KEYS = ("name", "vars")
 GROUP_KEYS = ("containers", "nodes", "children", "vars")
 RESERVED_GROUPS = ("all",)
 
 
-def parse_native(doc: YamlMap, src: Src) -> Inventory:
+def parse_native(
+    doc: YamlMap, src: Src, found: Mapping[str, Sequence[FoundCT]] | None = None
+) -> Inventory:
+    """The inventory in `doc`. Nodes with `discover:` get the containers `found`
+    on them that match their rule; without `found` they have none yet, and the
+    inventory's `rules` say which nodes to read (groups are then checked later)."""
     check_keys(src, doc, NATIVE_KEYS, "inventory")
     defaults_map = mapping(src, doc, "defaults", "defaults")
     check_keys(src, defaults_map, CONNECTION_KEYS, "defaults")
@@ -43,15 +51,62 @@ def parse_native(doc: YamlMap, src: Src) -> Inventory:
     nodes: dict[str, Node] = {}
     containers: list[Container] = []
     ct_names: dict[str, str] = {}
+    rules: dict[str, Rule] = {}
     for key in nodes_map:
         node, body = _parse_node(src, nodes_map, key, defaults)
         if node.name in nodes:
             raise src.fail(f"node {node.name!r} is defined twice", nodes_map, key)
         nodes[node.name] = node
-        containers += _parse_containers(src, node, body, ct_names)
-    specs = _parse_groups(src, doc, nodes, containers)
-    groups = resolve_groups(specs)
-    return Inventory(nodes, with_groups(containers, groups), groups, all_vars, src.name)
+        if "discover" in body:
+            rules[node.name] = _parse_rule(src, body, node.name)
+            containers += _discovered(node, rules[node.name], found, ct_names)
+        else:
+            containers += _parse_containers(src, node, body, ct_names)
+    pending = bool(rules) and found is None
+    groups = {} if pending else resolve_groups(_parse_groups(src, doc, nodes, containers))
+    inv = Inventory(nodes, with_groups(containers, groups), groups, all_vars, src.name)
+    inv.discovery = Discovery(rules, doc, src) if pending else None
+    inv.rules = rules
+    return inv
+
+
+def _parse_rule(src: Src, body: YamlMap, node: str) -> Rule:
+    ctx = f"node {node!r}"
+    if "containers" in body:
+        raise src.fail("give either 'containers' or 'discover', not both", body, "discover")
+    rule = mapping(src, body, "discover", f"{ctx}: discover")
+    check_keys(src, rule, DISCOVER_KEYS, f"{ctx}: discover")
+    tags = rule.get("tags")
+    tags = [] if tags is None else tags
+    if not isinstance(tags, (list, YamlList)) or not all(isinstance(t, str) and t for t in tags):
+        raise src.fail(f"'tags' must be a list of tag names, got {brief(tags)}", rule, "tags")
+    status = rule.get("status")
+    if status is not None and status not in STATUSES:
+        raise src.fail(
+            f"'status' must be one of {', '.join(STATUSES)}, got {brief(status)}", rule, "status"
+        )
+    return Rule(tuple(tags), status)
+
+
+def _discovered(
+    node: Node,
+    rule: Rule,
+    found: Mapping[str, Sequence[FoundCT]] | None,
+    ct_names: dict[str, str],
+) -> list[Container]:
+    """The node's containers that match its rule; their host names become their
+    names where they are valid and not taken (else they are known by key)."""
+    out = []
+    for ct in (found or {}).get(node.name, ()):
+        if not rule.matches(ct):
+            continue
+        name = ct.name if ct.name and NAME_RE.match(ct.name) else None
+        if name in ct_names:
+            name = None
+        if name:
+            ct_names[name] = f"{node.name}/{ct.ctid}"
+        out.append(Container(node, ct.ctid, name))
+    return out
 
 
 def _parse_node(

@@ -207,16 +207,27 @@ def init_pid(node: Node, vmid: int) -> int:
 
 def load_config(node: Node, vmid: int) -> dict[str, str]:
     """Like PVE::LXC::Config->load_config: the CT exists only if its config does."""
+    return read_config(node, vmid)[0]
+
+
+def read_config(node: Node, vmid: int) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The current config's keys, and its raw `lxc.*` lines in file order (they may
+    repeat). Snapshot sections (`[name]`) are not the current config."""
     path = node.conf_path(vmid)
     if not os.path.isfile(path):
         raise PctError(f"Configuration file '{node.conf_rel(vmid)}' does not exist")
     conf: dict[str, str] = {}
+    raw: list[tuple[str, str]] = []
     with open(path, encoding="utf-8") as f:
         for line in f:
+            if line.startswith("["):
+                break
             key, sep, value = line.rstrip("\n").partition(": ")
-            if sep and not key.startswith("#"):
+            if key.startswith("lxc.") and sep:
+                raw.append((key, value))
+            elif sep and not key.startswith("#"):
                 conf[key] = value
-    return conf
+    return conf, raw
 
 
 # --- commands ----------------------------------------------------------------
@@ -270,10 +281,13 @@ def cmd_list(node: Node, args: Args) -> int:
 
 def cmd_config(node: Node, args: Args) -> int:
     vmid = vmid_of(args)
-    conf = load_config(node, vmid)
+    conf, raw = read_config(node, vmid)
+    # pve-container prints the keys sorted, then the raw lxc.* lines as written.
     for key in sorted(conf):
         if key != "digest":
             print(f"{key}: {conf[key]}")
+    for key, value in raw:
+        print(f"{key}: {value}")
     return 0
 
 
