@@ -285,3 +285,13 @@ def test_bad_status_is_one_line_and_exit_5():
     result = CliRunner().invoke(app, ["inventory", "discover", "--host", "h", "--status", "up"])
     assert result.exit_code == 5
     assert "--status: status must be one of running, stopped, got 'up'" in result.output
+
+
+@pytest.mark.parametrize("forks", [None, 1, 3])
+def test_nodes_are_read_with_or_without_a_forks_cap(monkeypatch, forks):
+    from pctfleet.inventory import discover
+
+    read = []
+    monkeypatch.setattr(discover, "read_node", lambda node, options: read.append(node) or node)
+    assert discover.read_nodes(["a", "b", "c"], None, forks) == ["a", "b", "c"]
+    assert sorted(read) == ["a", "b", "c"]

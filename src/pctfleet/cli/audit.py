@@ -104,7 +104,7 @@ def audit_command(
 FLEET_STATUS = {"unmanaged": Status.DRIFT, "missing": Status.DRIFT, "unreadable": Status.ERROR}
 
 
-def fleet_check(inv, containers, conn: Connection, forks: int) -> list:  # noqa: ANN001
+def fleet_check(inv, containers, conn: Connection, forks: int | None) -> list:  # noqa: ANN001
     """What the selected containers' nodes hold against the inventory (one command a node)."""
     from pctfleet.inventory.discover import fleet_drift, read_nodes
 

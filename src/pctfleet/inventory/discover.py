@@ -183,12 +183,20 @@ def read_node(node: Node, options: Any) -> NodeFound:  # noqa: ANN401 - ConnectO
         return NodeFound(node, error=str(exc))
 
 
-def read_nodes(nodes: Iterable[Node], options: Any, forks: int = 10) -> list[NodeFound]:  # noqa: ANN401
-    """`read_node` on every node at once; results in the order given."""
+NODES_AT_ONCE = 64  # without --forks: one SSH login each, bounded threads on a large fleet
+
+
+def read_nodes(
+    nodes: Iterable[Node],
+    options: Any,  # noqa: ANN401
+    forks: int | None = None,
+) -> list[NodeFound]:
+    """`read_node` on every node, `forks` (else NODES_AT_ONCE) at once; in the order given."""
     nodes = list(nodes)
     if not nodes:
         return []
-    with ThreadPoolExecutor(max_workers=max(1, min(forks, len(nodes)))) as pool:
+    at_once = min(forks or NODES_AT_ONCE, len(nodes))
+    with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
         return list(pool.map(lambda n: read_node(n, options), nodes))
 
 

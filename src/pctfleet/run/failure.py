@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pctfleet.cuda.known_errors import scan
-
 TAIL_LINES = 20
 TAIL_CHARS = 4000
 
@@ -40,6 +38,9 @@ def failure_output(registered: dict[str, Any], hide: Callable[[str], str]) -> di
         "stdout": hide(tail(ran.get("stdout") or "")),
         "stderr": hide(tail(ran.get("stderr") or "")),
     }
+    # Only a failure needs the table (and the CUDA package it lives in): not at start-up.
+    from pctfleet.cuda.known_errors import scan
+
     findings = scan(f"{out['stderr']}\n{out['stdout']}")
     if findings:
         out["cause"] = {k: findings[0].to_dict()[k] for k in ("cause", "fix", "line")}
