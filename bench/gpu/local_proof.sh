@@ -123,7 +123,7 @@ base() {
     nvcc --version | tail -2' sh "$ENVF" 2>&1 | tee -a "$LOG"
   doctor doctor-matched
   verify verify-matched
-  jit jit-matched
+  if [ "${NO_JIT:-0}" != 1 ]; then jit jit-matched; fi
 }
 
 incident() {  # name: break, doctor, JIT, provision, doctor, provision again
@@ -133,6 +133,9 @@ incident() {  # name: break, doctor, JIT, provision, doctor, provision again
   case $name in
     nvvm-13.2)  # cicc and libdevice of nvidia-nvvm 13.2 beside ptxas 13.0, metadata untouched
       tar -xJf "$STAGE"/nvidia_nvvm-13.2.78-cicc.tar.xz -C "$ch" ;;
+    nvvm-pip)  # nvidia-nvvm 13.2 alone over the 13.0 set, installed as the incident did
+      clean uv pip install -q --python "$V/bin/python" --no-deps \
+        "$STAGE"/incident/nvidia_nvvm-13.2.78-*.whl >>"$LOG" 2>&1 ;;
     nvcc-13.2)  # nvcc, nvvm and crt of 13.2 over the 13.0 set, as pip would put them
       clean uv pip install -q --python "$V/bin/python" --no-deps "$STAGE"/incident/*.whl \
         >>"$LOG" 2>&1
@@ -150,7 +153,7 @@ incident() {  # name: break, doctor, JIT, provision, doctor, provision again
   esac
   doctor "doctor-$name"
   verify "verify-$name"
-  jit "jit-$name"
+  if [ "${NO_JIT:-0}" != 1 ]; then jit "jit-$name"; fi
   provision "repair-$name"
   doctor "doctor-after-$name"
   verify "verify-after-$name"
@@ -161,7 +164,7 @@ incident() {  # name: break, doctor, JIT, provision, doctor, provision again
 case $PHASE in
   base) base ;;
   incidents) for i in ${INCIDENTS:-nvvm-13.2 cudart-13.2 no-libcudart}; do incident "$i"; done
-    [ "${JIT_AFTER_REPAIR:-0}" = 1 ] || jit jit-final ;;
+    [ "${JIT_AFTER_REPAIR:-0}" = 1 ] || [ "${NO_JIT:-0}" = 1 ] || jit jit-final ;;
   all) base; for i in nvvm-13.2 cudart-13.2 no-libcudart; do incident "$i"; done ;;
 esac
 tar -czf "$OUT/details.tgz" -C "$W" json 2>/dev/null
