@@ -541,7 +541,7 @@ def links() -> str:
 
 
 def test_systemd_lab_goes_down_cleanly_and_fast(tmp_path: Path) -> None:
-    other = Lab(tmp_path / "lab3", address_base="127.0.12")
+    other = Lab(tmp_path / "lab3", address_base="127.0.15")  # no other lab uses it
     try:
         other.up(nodes=1, containers=1, suite="trixie", init="systemd")
         assert other.status().nodes[0].containers[0].init == "systemd"
