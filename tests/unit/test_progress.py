@@ -104,11 +104,11 @@ def test_output_tail_keeps_the_last_line_redraws_included_and_shows_control_code
     )
     run = run_of("pve0/200")
     tracker.container_started(run)
-    out, err = tracker.streams(run)
+    out, err = tracker.streams(run, str)
     out.write(b"Collecting torch\nDownloading 10%\rDownloading 5")
-    out.write(b"0%\r\x1b[2J\x1b]0;owned\x07")
+    out.write(b"0%\r\x1b[2J\x1b]0;owned\x07\n")
     assert out.getvalue().startswith(b"Collecting torch\n")  # the result keeps every byte
-    assert seen == [
+    assert seen[:3] == [
         ("pve0/200", "Collecting torch"),
         ("pve0/200", "Downloading 10%"),
         ("pve0/200", "Downloading 50%"),
@@ -118,9 +118,22 @@ def test_output_tail_keeps_the_last_line_redraws_included_and_shows_control_code
     assert "\x1b" not in text
 
 
+def test_streamed_lines_are_redacted_and_a_line_still_arriving_is_not_shown():
+    seen: list[tuple[str, str]] = []
+    tracker = progress.Tracker([("a/1", "a", 1)], on_output=lambda *a: seen.append(a))
+    run = run_of("a/1")
+    tracker.container_started(run)
+    out, _ = tracker.streams(run, lambda text: text.replace("hunter2", "********"))
+    out.write(b"login as admin:hun")  # half a secret: redaction could not see it yet
+    assert seen == [] and "hun" not in plain(progress.live_text(tracker.snapshot(), tails=3))
+    out.write(b"ter2 failed\n")
+    assert seen == [("a/1", "login as admin:******** failed")]
+    assert "hunter2" not in plain(progress.live_text(tracker.snapshot(), tails=3))
+
+
 def test_without_verbose_no_output_is_streamed():
     tracker = progress.Tracker([("a/1", "a", 1)])
-    assert tracker.streams(run_of("a/1")) == (None, None)
+    assert tracker.streams(run_of("a/1"), str) == (None, None)
 
 
 def test_one_line_per_node_with_a_problem_after_the_run():

@@ -97,21 +97,27 @@ class Tracker(Observer):
         with self.lock:
             self._slot(run).task = name
 
-    def streams(self, run: Any) -> tuple[Tee | None, Tee | None]:
+    def streams(self, run: Any, hide: Callable[[str], str]) -> tuple[Tee | None, Tee | None]:
         if self.on_output is None:
             return None, None
         key = run.key
-        return Tee(lambda data: self.output(key, data)), Tee(lambda data: self.output(key, data))
+        return (
+            Tee(lambda data: self.output(key, data, hide)),
+            Tee(lambda data: self.output(key, data, hide)),
+        )
 
-    def output(self, key: str, data: bytes) -> None:
-        """A chunk a container's command printed: keep its last line, pass whole lines on."""
+    def output(self, key: str, data: bytes, hide: Callable[[str], str] = str) -> None:
+        """A chunk a container's command printed: keep its last line, pass whole lines on.
+
+        Only whole lines are shown, each through `hide`: a line still arriving may hold
+        the first part of a secret that redaction cannot recognise yet."""
         text = self._partial.get(key, "") + data.decode("utf-8", errors="replace")
         # A progress bar redraws with a carriage return: each redraw is a line too.
         *complete, rest = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         self._partial[key] = rest[-4096:]
-        shown = [c for c in complete if c.strip()]
+        shown = [hide(c) for c in complete if c.strip()]
         with self.lock:
-            latest = rest.strip() or (shown[-1] if shown else "")
+            latest = shown[-1] if shown else ""
             if latest:
                 self._slot_by_key(key).tail = latest
         if self.on_output is not None:

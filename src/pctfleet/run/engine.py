@@ -561,7 +561,9 @@ class ContainerEngine:
         environment = render(dict(task.environment or {}), scope, where=where)
         env = "".join(f"export {k}={q(v)}\n" for k, v in environment.items())
         script = env + plan.script if local else self.lock.wrap(env + plan.script)
-        out, err = self.options.observer.streams(self.run)  # -v: output as it arrives
+        # -v: output as it arrives, redacted like the result; nothing of a no_log task.
+        hide = lambda text: redact(text, scope)  # noqa: E731
+        out, err = (None, None) if task.no_log else self.options.observer.streams(self.run, hide)
         argv = ["/bin/sh", "-c", script, "pctfleet-task"]
         result = target.run(argv, stdin=plan.stdin, timeout=timeout, stdout=out, stderr=err)
         if out is not None and err is not None:

@@ -24,8 +24,12 @@ class Observer:
     def task_started(self, run: Any, name: str) -> None:
         """A task begins on a container."""
 
-    def streams(self, run: Any) -> tuple[Tee | None, Tee | None]:
-        """Where a change script's stdout and stderr go as they arrive; None: memory only."""
+    def streams(self, run: Any, hide: Callable[[str], str]) -> tuple[Tee | None, Tee | None]:
+        """Where a change script's stdout and stderr go as they arrive; None: memory only.
+
+        Whatever is shown of them passes through `hide` first (the run's redaction of
+        secret values), as every other text of a result does. A no_log task asks for none.
+        """
         return None, None
 
 
