@@ -424,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {
             "forks": "pctfleet: its default; ansible: one per container",
             "latency_ms": LATENCY_MS,
+            "bytecode": "compiled before measuring (compileall), as an installed package has it",
             "runs": args.runs,
             "pairs": PAIRS,
             "sizes": {str(n): n // benchlab.CONTAINERS for n in bench.lab.inventories},

@@ -424,6 +424,7 @@ def _settings_line(document: dict) -> str:
         "pctfleet/floor pairs back to back and one pctfleet/Ansible pair a round, the "
         "first alternating); cells are medians (min-max); latency scenario: "
         f"+{st['latency_ms']} ms each way on every node"
+        + (f"; pctfleet's bytecode: {st['bytecode']}" if st.get("bytecode") else "")
     )
 
 
