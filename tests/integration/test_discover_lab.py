@@ -107,3 +107,29 @@ def test_a_node_that_cannot_be_read_is_never_empty(lab_doc, playbook, tmp_path):
     assert proc.returncode == 3
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("error: cannot discover containers: node node2 (127.0.10.2):")
+
+
+def test_a_ct_config_changed_since_the_baseline_is_drift_in_that_container(
+    lab, lab_doc, playbook, tmp_path
+):
+    inv = write_inventory(tmp_path, lab_doc, {"containers": [200, 201]})
+    recorded = pctfleet(
+        "audit", "-i", inv, "-p", playbook, "--baseline",
+        "--baseline-file", str(tmp_path / "baseline.json"),
+    )  # fmt: skip
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    conf = lab._node(2).pve / "nodes" / "node2" / "lxc" / "201.conf"
+    before = conf.read_text()
+    conf.write_text(before.replace("memory: 2048", "memory: 4096"))
+    try:
+        code, found = audit(inv, playbook, tmp_path)
+    finally:
+        conf.write_text(before)
+    assert code == 2
+    drifted = {c["container"]: c["drift"] for c in found["containers"] if c["drift"]}
+    assert drifted == {
+        "node2/201": [
+            {"kind": "ct-config", "what": "memory", "expected": "2048", "actual": "4096"}
+        ]
+    }
+    assert audit(inv, playbook, tmp_path)[0] == 0  # restored: clean again

@@ -61,7 +61,8 @@ def audit_command(
 
     Each container gets the tasks that would change (expected vs actual) and,
     once a baseline was recorded (--baseline), every version, link, overlay
-    hash or pip package that differs from it. A version matrix shows which
+    hash, pip package or CT config line (`pct config` on its node) that
+    differs from it. A version matrix shows which
     containers differ from the rest. Exit 0 no drift, 2 drift, 1 error
     (an unreachable container is never reported clean).
 
@@ -76,7 +77,7 @@ def audit_command(
     from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
     inv, containers = where.select(sel)
-    fleet = [] if where.is_local else fleet_check(inv, containers, conn, forks)
+    fleet, ct_configs = ([], {}) if where.is_local else fleet_check(inv, containers, conn, forks)
     gone = {(i.node, i.ctid) for i in fleet if i.kind == "missing"}
     containers = [c for c in containers if (c.node.name, c.ctid) not in gone]
     probes = {"fingerprint": drift.fingerprint_snippet, "stale": drift.stale_snippet}
@@ -89,7 +90,7 @@ def audit_command(
     options.observer = display.tracker
     with display:
         runs = execute(prepared) if containers else []
-    audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline)
+    audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline, ct_configs)
     if recorded is not None:
         typer.secho(f"baseline: recorded {recorded} container(s) in {base.baseline_file}", err=True)
     if out.as_json:
@@ -104,10 +105,15 @@ def audit_command(
 FLEET_STATUS = {"unmanaged": Status.DRIFT, "missing": Status.DRIFT, "unreadable": Status.ERROR}
 
 
-def fleet_check(inv, containers, conn: Connection, forks: int | None) -> list:  # noqa: ANN001
-    """What the selected containers' nodes hold against the inventory (one command a node)."""
+def fleet_check(inv, containers, conn: Connection, forks: int | None) -> tuple[list, dict]:  # noqa: ANN001
+    """What the selected containers' nodes hold against the inventory, and each
+    container's CT config by container key (one command a node)."""
+    from pctfleet.cuda.audit import ct_fingerprint
     from pctfleet.inventory.discover import fleet_drift, read_nodes
 
     nodes = list({c.node.name: c.node for c in containers}.values())
     found = read_nodes(nodes, conn.options(), forks)
-    return fleet_drift(inv.containers, containers, found, inv.rules)
+    configs = {
+        f"{f.node.name}/{ct.ctid}": ct_fingerprint(ct.config) for f in found for ct in f.containers
+    }
+    return fleet_drift(inv.containers, containers, found, inv.rules), configs

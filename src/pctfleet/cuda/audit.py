@@ -26,6 +26,10 @@ from pctfleet.status import ContainerOutcome
 
 DEFAULT_BASELINE = Path("~/.local/state/pctfleet/baseline.json")
 MATRIX = ("nvcc", "nvvm", "runtime", "cccl", "torch", "flashinfer", "sglang", "driver")
+CT_PREFIX = "ct."  # fingerprint keys read from the node's CT config, not the container
+# Keys that change in routine operation (a backup's lock, the snapshot a CT
+# descends from): recording them would report every backup as drift.
+CT_VOLATILE = frozenset({"lock", "parent"})
 PIP_KEYS = {
     "nvvm": "nvidia-nvvm",
     "runtime": "nvidia-cuda-runtime",
@@ -81,9 +85,19 @@ def _manifest(text: str) -> dict:
     return manifest if isinstance(manifest, dict) else {}
 
 
+def ct_fingerprint(config: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """A CT config as fingerprint keys (`ct.cores`, `ct.dev0`); a repeated
+    `lxc.*` key keeps all its values, in the order the config lists them."""
+    found: dict[str, list[str]] = {}
+    for key, value in config:
+        if key not in CT_VOLATILE:
+            found.setdefault(CT_PREFIX + key, []).append(value)
+    return {key: "\n".join(values) for key, values in found.items()}
+
+
 @dataclass
 class DriftItem:
-    kind: str  # task | baseline | extra-package | missing | stale-process | stale-cache
+    kind: str  # task | baseline | ct-config | extra-package | missing | stale-process | stale-cache
     what: str
     expected: str
     actual: str  # in JSON as these four fields (json_fields turns a dataclass into its fields)
@@ -126,13 +140,18 @@ def _stale_items(run: ContainerRun) -> list[DriftItem]:
     ]
 
 
-def judge(run: ContainerRun, baseline: dict[str, str] | None) -> ContainerAudit:
-    """Drift items from a check-mode run and, when recorded, the baseline."""
+def judge(
+    run: ContainerRun, baseline: dict[str, str] | None, ct_config: dict[str, str] | None = None
+) -> ContainerAudit:
+    """Drift items from a check-mode run and, when recorded, the baseline.
+
+    `ct_config`: the container's CT config as its node reported it in this
+    audit (`ct_fingerprint`), part of the fingerprint and so of the baseline."""
     audit = ContainerAudit(run.key, "clean", remote_calls=run.remote_calls)
     if run.status in UNREACHED or run.status == "interrupted":
         audit.status, audit.message = run.status, run.message
         return audit
-    audit.fingerprint = fingerprint(run.extra_facts.get("fingerprint", ""))
+    audit.fingerprint = fingerprint(run.extra_facts.get("fingerprint", "")) | (ct_config or {})
     audit.items = _task_items(run) + _stale_items(run)
     audit.items += _baseline_items(audit.fingerprint, baseline)
     if run.status == "failed":
@@ -155,15 +174,25 @@ def _task_items(run: ContainerRun) -> list[DriftItem]:
     return items
 
 
+def _has_ct(fingerprint: dict[str, str]) -> bool:
+    return any(key.startswith(CT_PREFIX) for key in fingerprint)
+
+
 def _baseline_items(now: dict[str, str], baseline: dict[str, str] | None) -> list[DriftItem]:
     if baseline is None:
         return []
+    # CT configs are compared only when both sides hold one: a baseline recorded
+    # before they were, or an audit whose node was not read, is not CT drift.
+    compare_ct = _has_ct(now) and _has_ct(baseline)
     items = []
     for key in sorted(set(baseline) | set(now)):
         before, after = baseline.get(key), now.get(key)
-        if before == after:
+        if before == after or (key.startswith(CT_PREFIX) and not compare_ct):
             continue
-        if before is None:
+        if key.startswith(CT_PREFIX):
+            what = key.removeprefix(CT_PREFIX)
+            items.append(DriftItem("ct-config", what, before or "(absent)", after or "(absent)"))
+        elif before is None:
             kind = "extra-package" if key.startswith("pip.") else "baseline"
             items.append(DriftItem(kind, key, "(absent)", str(after)))
         else:
@@ -172,12 +201,17 @@ def _baseline_items(now: dict[str, str], baseline: dict[str, str] | None) -> lis
 
 
 def judge_fleet(
-    runs: list[ContainerRun], baseline_file: Path, record: bool
+    runs: list[ContainerRun],
+    baseline_file: Path,
+    record: bool,
+    ct_configs: dict[str, dict[str, str]] | None = None,
 ) -> tuple[list[ContainerAudit], int | None]:
     """Judge each run against its baseline; `record`: against none, then save these
-    as the new baseline (and say how many were recorded)."""
+    as the new baseline (and say how many were recorded). `ct_configs`: by
+    container key, each CT config its node reported (`ct_fingerprint`)."""
     recorded = {} if record else load_baseline(baseline_file)
-    audits = [judge(run, recorded.get(run.key)) for run in runs]
+    configs = ct_configs or {}
+    audits = [judge(run, recorded.get(run.key), configs.get(run.key)) for run in runs]
     return audits, save_baseline(baseline_file, audits) if record else None
 
 
