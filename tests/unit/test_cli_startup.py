@@ -15,6 +15,10 @@ LAZY = (
     "pctfleet.lab.lab",
     "pctfleet.lab.rootfs",
     "tarfile",
+    # SSH is loaded to connect (a third of start-up); pydantic only for a refused value.
+    "fabric",
+    "paramiko",
+    "pydantic",
 )
 
 

@@ -11,6 +11,7 @@ import sys
 import typer
 
 from pctfleet import exitcodes
+from pctfleet.cli import coerce
 from pctfleet.cli.audit import audit_command
 from pctfleet.cli.doctor import doctor_command
 from pctfleet.cli.exec import exec_command
@@ -19,6 +20,8 @@ from pctfleet.cli.run import provision_command, run_command
 from pctfleet.cli.verify import verify_command
 from pctfleet.errors import InputError
 from pctfleet.textout import visible
+
+coerce.install()  # option values without pydantic where the answer is certain
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(

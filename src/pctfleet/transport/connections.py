@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pctfleet.inventory.local import LocalNode
 from pctfleet.run.scheduler import DEFAULT_NODE_LIMIT
@@ -11,7 +12,9 @@ from pctfleet.transport.base import Target
 from pctfleet.transport.local import LocalTarget
 from pctfleet.transport.options import ConnectOptions, ssh_option_pairs, with_overrides
 from pctfleet.transport.pct import PctTarget
-from pctfleet.transport.ssh import NodePool
+
+if TYPE_CHECKING:
+    from pctfleet.transport.ssh import NodePool
 
 
 @dataclass
@@ -59,6 +62,8 @@ def build_fleet(containers: Iterable, cli: ConnectOptions) -> Fleet:
 
     The host of `--connection local` gets a LocalTarget: no SSH, no pct.
     """
+    from pctfleet.transport.ssh import NodePool  # paramiko and Fabric: loaded to connect
+
     pool = NodePool()
     targets: list[Target] = []
     for container in containers:

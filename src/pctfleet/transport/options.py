@@ -12,9 +12,11 @@ import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import fabric
-import paramiko
+if TYPE_CHECKING:  # imported on first use: they are a third of the CLI's start-up
+    import fabric
+    import paramiko
 
 SSH_CONFIG = Path("~/.ssh/config")
 SYSTEM_SSH_CONFIG = Path("/etc/ssh/ssh_config")
@@ -53,6 +55,8 @@ class ResolvedTarget:
 
 def _ssh_config(address: str, options: ConnectOptions) -> paramiko.SSHConfig:
     """ssh_options first (the first value found wins, as in ssh), then the files."""
+    import paramiko
+
     config = paramiko.SSHConfig()
     if options.ssh_options:
         lines = "".join(f"  {key} {value}\n" for key, value in options.ssh_options)
@@ -70,6 +74,8 @@ def _ssh_config(address: str, options: ConnectOptions) -> paramiko.SSHConfig:
 
 def connection(address: str, options: ConnectOptions) -> fabric.Connection:
     """An unopened Fabric Connection to `address` with every setting resolved."""
+    import fabric
+
     # Proxmox nodes are administered as root: that, not the local user, is the default.
     overrides: dict = {"user": "root"}
     keys = [str(Path(options.identity).expanduser())] if options.identity else []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import shlex
 from collections.abc import Sequence
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from pctfleet.transport.base import (
     ContainerMissing,
@@ -23,7 +23,9 @@ from pctfleet.transport.base import (
     SudoPasswordRequired,
     Target,
 )
-from pctfleet.transport.ssh import NodeConnection
+
+if TYPE_CHECKING:
+    from pctfleet.transport.ssh import NodeConnection
 
 MARKER = b"\x1e" + b"pctfleet-entered" + b"\n"
 _ENTER = 'printf "\\036pctfleet-entered\\n" >&2; exec "$@"'
