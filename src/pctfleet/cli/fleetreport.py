@@ -82,7 +82,7 @@ def report_command(
     read = [c for c in containers if c.key in {r.key for r in runs}]
     variables = {c.key: inv.vars_for(c, {}) for c in read} if inv is not None else {}
     inputs.diagnoses = gather.diagnoses(runs, variables)
-    inputs.nodes = len({c.node.name for c in containers})
+    inputs.nodes = 0 if where.is_local else len({c.node.name for c in containers})
     if not page.no_verify and read:
         inputs.verified = _verify(inv, read, conn, forks, run)
     _journals(inputs, out.journal_dir, page.last)
