@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 for pair in sshd:openssh-server lxc-start:lxc debootstrap:debootstrap ip:iproute2 \
-            unshare:util-linux ssh-keygen:openssh-client shellcheck:shellcheck; do
+            unshare:util-linux ssh-keygen:openssh-client shellcheck:shellcheck \
+            chromium:chromium; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] \
     || need_apt+=("${pair#*:}")
 done

@@ -43,6 +43,7 @@ def test_a_group_s_default_can_differ_per_command():
         "audit": 600.0,
         "verify": 120.0,
         "rollout": 1800.0,
+        "report": 600.0,
     }
 
 

@@ -71,25 +71,13 @@ def audit_command(
     "missing" (both drift, exit 2); a node that cannot be read is an error.
     """
     from pctfleet.cli.auditview import render, render_fleet, to_json
-    from pctfleet.cli.progress import display_for
     from pctfleet.cli.report import make_console
     from pctfleet.cuda import audit as drift
-    from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
     inv, containers = where.select(sel)
-    fleet, ct_configs = ([], {}) if where.is_local else fleet_check(inv, containers, conn, forks)
-    gone = {(i.node, i.ctid) for i in fleet if i.kind == "missing"}
-    containers = [c for c in containers if (c.node.name, c.ctid) not in gone]
-    probes = {"fingerprint": drift.fingerprint_snippet, "stale": drift.stale_snippet}
-    options = run.run_options(check=True, diff=True, extra_probes=probes)
-    request = RunRequest(
-        default_playbook(playbook), inv, containers, conn.options(), options, forks
+    runs, fleet, ct_configs = audit_runs(
+        inv, containers, playbook, run, conn, where, forks, out.as_json
     )
-    prepared = prepare(request)
-    display = display_for(make_console(stderr=True), prepared.plays, as_json=out.as_json)
-    options.observer = display.tracker
-    with display:
-        runs = execute(prepared) if containers else []
     audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline, ct_configs)
     if recorded is not None:
         typer.secho(f"baseline: recorded {recorded} container(s) in {base.baseline_file}", err=True)
@@ -100,6 +88,31 @@ def audit_command(
         render(make_console(), audits)
     statuses = [a.status for a in audits] + [FLEET_STATUS[i.kind] for i in fleet]
     return exit_code("audit", statuses)
+
+
+def audit_runs(inv, containers, playbook, run, conn, where, forks, quiet, more=None) -> tuple:  # noqa: ANN001, E501
+    """The audit's one pass: the nodes' container lists (and CT configs, by container
+    key), then the playbook in check mode with the fingerprint (and `more` probes)
+    read in the same call per container."""
+    from pctfleet.cli.progress import display_for
+    from pctfleet.cli.report import make_console
+    from pctfleet.cuda import audit as drift
+    from pctfleet.run.playbookrun import RunRequest, execute, prepare
+
+    fleet, ct_configs = ([], {}) if where.is_local else fleet_check(inv, containers, conn, forks)
+    gone = {(i.node, i.ctid) for i in fleet if i.kind == "missing"}
+    containers = [c for c in containers if (c.node.name, c.ctid) not in gone]
+    probes = {"fingerprint": drift.fingerprint_snippet, "stale": drift.stale_snippet}
+    probes.update(more or {})
+    options = run.run_options(check=True, diff=True, extra_probes=probes)
+    request = RunRequest(
+        default_playbook(playbook), inv, containers, conn.options(), options, forks
+    )
+    prepared = prepare(request)
+    display = display_for(make_console(stderr=True), prepared.plays, as_json=quiet)
+    options.observer = display.tracker
+    with display:
+        return (execute(prepared) if containers else []), fleet, ct_configs
 
 
 FLEET_STATUS = {"unmanaged": Status.DRIFT, "missing": Status.DRIFT, "unreadable": Status.ERROR}

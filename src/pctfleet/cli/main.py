@@ -15,6 +15,7 @@ from pctfleet.cli import coerce
 from pctfleet.cli.audit import audit_command
 from pctfleet.cli.doctor import doctor_command
 from pctfleet.cli.exec import exec_command
+from pctfleet.cli.fleetreport import report_command
 from pctfleet.cli.rollout import rollout_command
 from pctfleet.cli.run import provision_command, run_command
 from pctfleet.cli.verify import verify_command
@@ -41,6 +42,7 @@ app.command("doctor")(doctor_command)
 app.command("audit")(audit_command)
 app.command("verify")(verify_command)
 app.command("rollout")(rollout_command)
+app.command("report")(report_command)
 
 
 def _register_subcommands() -> None:

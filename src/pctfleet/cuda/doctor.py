@@ -96,11 +96,7 @@ def diagnose(target: Target, request: DoctorRequest) -> Diagnosis:
     result = Diagnosis(target.name)
     try:
         facts, log, env, result.stale = _read(target, request)
-        result.facts = facts
-        result.arch = request.arch or _gpu_arch(facts) or "sm_120"
-        expected = request.cuda_toolkit or facts.torch_requires_cuda_toolkit
-        result.rules = check(facts, arch=result.arch, expected_toolkit=expected)
-        result.findings = scan(log)
+        _judge_reading(result, facts, log, request)
         if request.run_probe and facts.nvcc_version and facts.cuda_home:
             result.probe = _compile(target, facts, result.arch, env)
             result.findings += [
@@ -113,6 +109,24 @@ def diagnose(target: Target, request: DoctorRequest) -> Diagnosis:
         return result
     finally:
         result.remote_calls = target.calls
+    _judge(result)
+    return result
+
+
+def _judge_reading(result: Diagnosis, facts: ToolchainFacts, log: str, request) -> None:  # noqa: ANN001
+    result.facts = facts
+    result.arch = request.arch or _gpu_arch(facts) or "sm_120"
+    expected = request.cuda_toolkit or facts.torch_requires_cuda_toolkit
+    result.rules = check(facts, arch=result.arch, expected_toolkit=expected)
+    result.findings = scan(log)
+
+
+def judge_read(
+    container: str, facts: ToolchainFacts, log: str, stale: Stale, request: DoctorRequest
+) -> Diagnosis:
+    """The verdict from facts another command already read (no compile probe, no call)."""
+    result = Diagnosis(container, stale=stale)
+    _judge_reading(result, facts, log, request)
     _judge(result)
     return result
 
