@@ -73,10 +73,11 @@ def audit_command(
     from pctfleet.cli.progress import display_for
     from pctfleet.cli.report import make_console
     from pctfleet.cuda import audit as drift
+    from pctfleet.cuda.gpu_rules import audit_gpu
     from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
     inv, containers = where.select(sel)
-    fleet = [] if where.is_local else fleet_check(inv, containers, conn, forks)
+    fleet, nodes = ([], []) if where.is_local else fleet_check(inv, containers, conn, forks)
     gone = {(i.node, i.ctid) for i in fleet if i.kind == "missing"}
     containers = [c for c in containers if (c.node.name, c.ctid) not in gone]
     probes = {"fingerprint": drift.fingerprint_snippet, "stale": drift.stale_snippet}
@@ -90,10 +91,11 @@ def audit_command(
     with display:
         runs = execute(prepared) if containers else []
     audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline)
+    audit_gpu(audits, runs, nodes, inv, containers)
     if recorded is not None:
         typer.secho(f"baseline: recorded {recorded} container(s) in {base.baseline_file}", err=True)
     if out.as_json:
-        typer.echo(to_json(audits, fleet))
+        typer.echo(to_json(audits, fleet, nodes))
     else:
         render_fleet(make_console(), fleet)
         render(make_console(), audits)
@@ -104,10 +106,11 @@ def audit_command(
 FLEET_STATUS = {"unmanaged": Status.DRIFT, "missing": Status.DRIFT, "unreadable": Status.ERROR}
 
 
-def fleet_check(inv, containers, conn: Connection, forks: int | None) -> list:  # noqa: ANN001
-    """What the selected containers' nodes hold against the inventory (one command a node)."""
+def fleet_check(inv, containers, conn: Connection, forks: int | None) -> tuple[list, list]:  # noqa: ANN001
+    """What the selected containers' nodes hold against the inventory (one command a node),
+    and what each node reported (its containers' configs, its NVIDIA driver)."""
     from pctfleet.inventory.discover import fleet_drift, read_nodes
 
     nodes = list({c.node.name: c.node for c in containers}.values())
     found = read_nodes(nodes, conn.options(), forks)
-    return fleet_drift(inv.containers, containers, found, inv.rules)
+    return fleet_drift(inv.containers, containers, found, inv.rules), found

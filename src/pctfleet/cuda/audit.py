@@ -26,6 +26,7 @@ from pctfleet.status import ContainerOutcome
 
 DEFAULT_BASELINE = Path("~/.local/state/pctfleet/baseline.json")
 MATRIX = ("nvcc", "nvvm", "runtime", "cccl", "torch", "flashinfer", "sglang", "driver")
+MATRIX += ("node driver",)  # the container's node's kernel module
 PIP_KEYS = {
     "nvvm": "nvidia-nvvm",
     "runtime": "nvidia-cuda-runtime",
@@ -38,7 +39,7 @@ PIP_KEYS = {
 def fingerprint_snippet(variables: dict) -> str:
     """Everything a fingerprint holds, read in the audit's single probe (sh/fingerprint.sh)."""
     venv = str(variables.get("venv", "/opt/sglang"))
-    return toolchain_snippet(venv) + snippet(
+    return toolchain_snippet(venv) + snippet("gpu_userspace") + snippet(
         "fingerprint",
         VENV=venv,
         PIDFILE=variables.get("server_pidfile", "/run/pctfleet/sglang.pid"),
@@ -86,7 +87,8 @@ class DriftItem:
     kind: str  # task | baseline | extra-package | missing | stale-process | stale-cache
     what: str
     expected: str
-    actual: str  # in JSON as these four fields (json_fields turns a dataclass into its fields)
+    actual: str  # in JSON as these fields (json_fields turns a dataclass into its fields)
+    fix: str = ""
 
 
 @dataclass
@@ -95,13 +97,15 @@ class ContainerAudit(ContainerOutcome):
     items: list[DriftItem] = field(default_factory=list)
     fingerprint: dict[str, str] = field(default_factory=dict)
     remote_calls: int = 0
+    driver: dict[str, str] = field(default_factory=dict)  # "container" / "node" driver versions
 
     def versions(self) -> dict[str, str]:
         fp = self.fingerprint
         row = {
             "nvcc": fp.get("nvcc", ""),
             "cccl": fp.get("cccl", ""),
-            "driver": fp.get("driver", ""),
+            "driver": self.driver.get("container") or fp.get("driver", ""),
+            "node driver": self.driver.get("node", ""),
         }
         row.update({col: fp.get(f"pip.{pkg}", "") for col, pkg in PIP_KEYS.items()})
         return {col: row.get(col, "") for col in MATRIX}
