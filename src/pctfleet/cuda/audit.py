@@ -39,7 +39,9 @@ PIP_KEYS = {
 def fingerprint_snippet(variables: dict) -> str:
     """Everything a fingerprint holds, read in the audit's single probe (sh/fingerprint.sh)."""
     venv = str(variables.get("venv", "/opt/sglang"))
-    return toolchain_snippet(venv) + snippet("gpu_userspace") + snippet(
+    # With the driver's userspace side (cuda/gpu_rules.py judges it, not the fingerprint).
+    probe = toolchain_snippet(venv) + snippet("gpu_userspace")
+    return probe + snippet(
         "fingerprint",
         VENV=venv,
         PIDFILE=variables.get("server_pidfile", "/run/pctfleet/sglang.pid"),

@@ -41,7 +41,9 @@ def table(spec: dict) -> str:
     for i, gpu in enumerate(spec["gpus"]):
         mem = f"0MiB / {gpu['memory']}MiB"
         rows.append(f"| {i:>3}  {gpu['name']:<31}On  |{gpu['bus']:>19} Off |{0:>21} |")
-        rows.append(f"| N/A   36C    P0             80W /  700W | {mem:>22} |      0%      Default |")
+        rows.append(
+            f"| N/A   36C    P0             80W /  700W | {mem:>22} |      0%      Default |"
+        )
         rows.append(f"|{'':41}|{'':24}|{'Disabled':>21} |")
         rows.append(RULE)
     body = [f"{stamp()}       ", WIDE, top, RULE, HEAD, *rows, "", WIDE, PROCESSES, WIDE]
@@ -88,7 +90,8 @@ def main(argv: list[str]) -> int:
         spec = json.load(f)
     if spec.get("library") and spec["library"] != spec["driver"]:
         nvml = ".".join(spec["library"].split(".")[:2])
-        print(f"Failed to initialize NVML: Driver/library version mismatch\nNVML library version: {nvml}")
+        print("Failed to initialize NVML: Driver/library version mismatch")
+        print(f"NVML library version: {nvml}")
         return 18
     if not argv:
         out = table(spec)
@@ -100,7 +103,9 @@ def main(argv: list[str]) -> int:
         out = version(spec)
     elif argv == ["-q"]:
         out = details(spec)
-    elif len(argv) == 2 and argv[0].startswith("--query-gpu=") and argv[1].startswith("--format=csv"):
+    elif (
+        len(argv) == 2 and argv[0].startswith("--query-gpu=") and argv[1].startswith("--format=csv")
+    ):
         fields = argv[0].split("=", 1)[1].split(",")
         out = query(spec, fields, "noheader" in argv[1])
     else:
