@@ -107,6 +107,11 @@ def test_healthy_passthrough_passes_and_shows_every_driver(fleet):
                for c in found["containers"]}  # fmt: skip
     assert columns == {"node1/200": (GOOD, GOOD), "node1/201": ("", GOOD),
                        "node2/200": (GOOD, GOOD), "node2/201": ("", GOOD)}  # fmt: skip
+    listed = json.loads(pctfleet("inventory", "discover", "-i", inventory, "--json").stdout)
+    assert [(n["node"], n["gpu"]["driver"]) for n in listed["nodes"]] == [
+        ("node1", GOOD),
+        ("node2", GOOD),
+    ]
     rules = doctor_rules(inventory)
     assert {r for r, v in rules["node1/200"].items() if v["ok"]} == GPU_RULES
     assert rules["node2/200"]["gpu-devices"]["ok"] is True
