@@ -58,7 +58,9 @@ def test_nested_results_become_their_fields():
     assert Diagnosis("n/2").as_json()["probe"] is None
     audit = ContainerAudit("n/1", "drift", items=[DriftItem("task", "w", "e", "a")]).as_json()
     assert list(audit) == ["container", "status", "message", "drift", "versions", "remote_calls"]
-    assert audit["drift"] == [{"kind": "task", "what": "w", "expected": "e", "actual": "a"}]
+    assert audit["drift"] == [
+        {"kind": "task", "what": "w", "expected": "e", "actual": "a", "fix": ""}
+    ]
 
 
 def test_verify_and_rollout_results_keep_their_fields():

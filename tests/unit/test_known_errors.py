@@ -12,6 +12,7 @@ import re
 import pytest
 
 from pctfleet.cuda.facts import ToolchainFacts
+from pctfleet.cuda.gpu_rules import RULES as GPU_RULES
 from pctfleet.cuda.known_errors import KNOWN_ERRORS, MAX_LINE, scan
 from pctfleet.cuda.rules import check
 
@@ -36,6 +37,11 @@ CASES = {
         'headers are incompatible, please check your include paths"',
         "nvcc-cudart",
         "CUDART_VERSION",
+    ),
+    "NVML against another kernel module": (
+        "Failed to initialize NVML: Driver/library version mismatch",
+        "driver-match",
+        "kernel module",
     ),
     "the incident's wording": (
         'cuda/std/__cccl/cuda_toolkit.h:41: #error "CUDA compiler and CUDA toolkit headers '
@@ -166,7 +172,7 @@ def test_every_entry_has_a_case_and_a_known_rule():
     causes = {scan(line)[0].cause for line, _, _ in CASES.values()}
     assert causes == {entry.cause for entry in KNOWN_ERRORS}
     rule_ids = {result.rule for result in check(ToolchainFacts(), arch=None, expected_toolkit=None)}
-    assert {entry.rule for entry in KNOWN_ERRORS} <= rule_ids | {""}
+    assert {entry.rule for entry in KNOWN_ERRORS} <= rule_ids | set(GPU_RULES) | {""}
     for entry in KNOWN_ERRORS:
         re.compile(entry.pattern)
 

@@ -73,16 +73,17 @@ def audit_command(
     from pctfleet.cli.auditview import render, render_fleet, to_json
     from pctfleet.cli.report import make_console
     from pctfleet.cuda import audit as drift
+    from pctfleet.cuda.gpu_rules import audit_gpu
 
     inv, containers = where.select(sel)
-    runs, fleet, ct_configs = audit_runs(
-        inv, containers, playbook, run, conn, where, forks, out.as_json
-    )
-    audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline, ct_configs)
+    runs, fleet, nodes = audit_runs(inv, containers, playbook, run, conn, where, forks, out.as_json)
+    configs = drift.ct_configs(nodes)
+    audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline, configs)
+    audit_gpu(audits, runs, nodes, inv, containers)
     if recorded is not None:
         typer.secho(f"baseline: recorded {recorded} container(s) in {base.baseline_file}", err=True)
     if out.as_json:
-        typer.echo(to_json(audits, fleet))
+        typer.echo(to_json(audits, fleet, nodes))
     else:
         render_fleet(make_console(), fleet)
         render(make_console(), audits)
@@ -91,15 +92,15 @@ def audit_command(
 
 
 def audit_runs(inv, containers, playbook, run, conn, where, forks, quiet, more=None) -> tuple:  # noqa: ANN001, E501
-    """The audit's one pass: the nodes' container lists (and CT configs, by container
-    key), then the playbook in check mode with the fingerprint (and `more` probes)
-    read in the same call per container."""
+    """The audit's one pass: what the nodes hold (their containers and CT configs,
+    their NVIDIA driver), then the playbook in check mode with the fingerprint (and
+    `more` probes) read in the same call per container."""
     from pctfleet.cli.progress import display_for
     from pctfleet.cli.report import make_console
     from pctfleet.cuda import audit as drift
     from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
-    fleet, ct_configs = ([], {}) if where.is_local else fleet_check(inv, containers, conn, forks)
+    fleet, nodes = ([], []) if where.is_local else fleet_check(inv, containers, conn, forks)
     gone = {(i.node, i.ctid) for i in fleet if i.kind == "missing"}
     containers = [c for c in containers if (c.node.name, c.ctid) not in gone]
     probes = {"fingerprint": drift.fingerprint_snippet, "stale": drift.stale_snippet}
@@ -112,21 +113,17 @@ def audit_runs(inv, containers, playbook, run, conn, where, forks, quiet, more=N
     display = display_for(make_console(stderr=True), prepared.plays, as_json=quiet)
     options.observer = display.tracker
     with display:
-        return (execute(prepared) if containers else []), fleet, ct_configs
+        return (execute(prepared) if containers else []), fleet, nodes
 
 
 FLEET_STATUS = {"unmanaged": Status.DRIFT, "missing": Status.DRIFT, "unreadable": Status.ERROR}
 
 
-def fleet_check(inv, containers, conn: Connection, forks: int | None) -> tuple[list, dict]:  # noqa: ANN001
-    """What the selected containers' nodes hold against the inventory, and each
-    container's CT config by container key (one command a node)."""
-    from pctfleet.cuda.audit import ct_fingerprint
+def fleet_check(inv, containers, conn: Connection, forks: int | None) -> tuple[list, list]:  # noqa: ANN001
+    """What the selected containers' nodes hold against the inventory (one command a node),
+    and what each node reported (its containers' configs, its NVIDIA driver)."""
     from pctfleet.inventory.discover import fleet_drift, read_nodes
 
     nodes = list({c.node.name: c.node for c in containers}.values())
     found = read_nodes(nodes, conn.options(), forks)
-    configs = {
-        f"{f.node.name}/{ct.ctid}": ct_fingerprint(ct.config) for f in found for ct in f.containers
-    }
-    return fleet_drift(inv.containers, containers, found, inv.rules), configs
+    return fleet_drift(inv.containers, containers, found, inv.rules), found

@@ -35,6 +35,7 @@ def render(console: Console, audits: list[ContainerAudit]) -> None:
                 line(
                     f"  {item.kind:13} {item.what}\n    expected: {_short(item.expected)}"
                     f"\n    actual:   {_short(item.actual)}"
+                    + (f"\n    fix:      {_short(item.fix)}" if item.fix else "")
                 )
             )
     console.print(matrix(audits, compact))
@@ -85,10 +86,17 @@ def render_fleet(console: Console, fleet: list) -> None:
         console.print(line((f"{where}: {item.kind}", "bold yellow"), f" ({said})" if said else ""))
 
 
-def to_json(audits: list[ContainerAudit], fleet: list | None = None) -> str:
+def to_json(
+    audits: list[ContainerAudit], fleet: list | None = None, nodes: list | None = None
+) -> str:
     return json.dumps(
         {
             "fleet": [item.as_json() for item in fleet or []],
+            "nodes": [
+                {"node": f.node.name, "address": f.node.address, "gpu": f.gpu.as_json()}
+                for f in nodes or []
+                if f.gpu is not None
+            ],
             "containers": [a.as_json() for a in audits],
             "summary": summary(audits),
             "majority": majority(audits),

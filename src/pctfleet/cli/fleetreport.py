@@ -71,15 +71,15 @@ def report_command(
     """
     if not (page.html or page.markdown):
         raise fail("give --html PATH or --markdown PATH ('-': stdout)", exitcodes.BAD_OPTIONS)
-    from pctfleet.cuda.audit import MATRIX, judge_fleet
+    from pctfleet.cuda.audit import MATRIX, ct_configs, judge_fleet
+    from pctfleet.cuda.gpu_rules import audit_gpu
     from pctfleet.report import gather
 
     inv, containers = where.select(sel)
     more = {gather.PROBE: gather.log_snippet}
-    runs, fleet, configs = audit_runs(
-        inv, containers, playbook, run, conn, where, forks, True, more
-    )
-    audits, _ = judge_fleet(runs, base.baseline_file, False, configs)
+    runs, fleet, nodes = audit_runs(inv, containers, playbook, run, conn, where, forks, True, more)
+    audits, _ = judge_fleet(runs, base.baseline_file, False, ct_configs(nodes))
+    audit_gpu(audits, runs, nodes, inv, containers)
     inputs = gather.Inputs([a.as_json() for a in audits], [i.as_json() for i in fleet])
     read = [c for c in containers if c.key in {r.key for r in runs}]
     variables = {c.key: inv.vars_for(c, {}) for c in read} if inv is not None else {}

@@ -110,7 +110,8 @@ def discover_command(*, opts: DiscoverOptions, conn: Connection) -> int:
     rows = as_rows([f for f in found if not f.error], rule)
     if opts.as_json:
         errors = [{"node": f.node.name, "error": f.error} for f in found if f.error]
-        typer.echo(json.dumps({"containers": rows, "errors": errors}, indent=2))
+        nodes = [{"node": f.node.name, "gpu": f.gpu.as_json()} for f in found if f.gpu]
+        typer.echo(json.dumps({"containers": rows, "errors": errors, "nodes": nodes}, indent=2))
     elif opts.as_yaml:
         good = [f for f in found if not f.error]
         typer.echo(yaml.safe_dump(native_inventory(good, rows), sort_keys=False), nl=False)

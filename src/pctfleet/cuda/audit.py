@@ -30,6 +30,7 @@ CT_PREFIX = "ct."  # fingerprint keys read from the node's CT config, not the co
 # Keys that change in routine operation (a backup's lock, the snapshot a CT
 # descends from): recording them would report every backup as drift.
 CT_VOLATILE = frozenset({"lock", "parent"})
+MATRIX += ("node driver",)  # the container's node's kernel module
 PIP_KEYS = {
     "nvvm": "nvidia-nvvm",
     "runtime": "nvidia-cuda-runtime",
@@ -42,7 +43,9 @@ PIP_KEYS = {
 def fingerprint_snippet(variables: dict) -> str:
     """Everything a fingerprint holds, read in the audit's single probe (sh/fingerprint.sh)."""
     venv = str(variables.get("venv", "/opt/sglang"))
-    return toolchain_snippet(venv) + snippet(
+    # With the driver's userspace side (cuda/gpu_rules.py judges it, not the fingerprint).
+    probe = toolchain_snippet(venv) + snippet("gpu_userspace")
+    return probe + snippet(
         "fingerprint",
         VENV=venv,
         PIDFILE=variables.get("server_pidfile", "/run/pctfleet/sglang.pid"),
@@ -95,12 +98,20 @@ def ct_fingerprint(config: tuple[tuple[str, str], ...]) -> dict[str, str]:
     return {key: "\n".join(values) for key, values in found.items()}
 
 
+def ct_configs(found: list) -> dict[str, dict[str, str]]:
+    """By container key, the CT config each node reported (`NodeFound` list)."""
+    return {
+        f"{f.node.name}/{ct.ctid}": ct_fingerprint(ct.config) for f in found for ct in f.containers
+    }
+
+
 @dataclass
 class DriftItem:
     kind: str  # task | baseline | ct-config | extra-package | missing | stale-process | stale-cache
     what: str
     expected: str
-    actual: str  # in JSON as these four fields (json_fields turns a dataclass into its fields)
+    actual: str  # in JSON as these fields (json_fields turns a dataclass into its fields)
+    fix: str = ""
 
 
 @dataclass
@@ -109,13 +120,15 @@ class ContainerAudit(ContainerOutcome):
     items: list[DriftItem] = field(default_factory=list)
     fingerprint: dict[str, str] = field(default_factory=dict)
     remote_calls: int = 0
+    driver: dict[str, str] = field(default_factory=dict)  # "container" / "node" driver versions
 
     def versions(self) -> dict[str, str]:
         fp = self.fingerprint
         row = {
             "nvcc": fp.get("nvcc", ""),
             "cccl": fp.get("cccl", ""),
-            "driver": fp.get("driver", ""),
+            "driver": self.driver.get("container") or fp.get("driver", ""),
+            "node driver": self.driver.get("node", ""),
         }
         row.update({col: fp.get(f"pip.{pkg}", "") for col, pkg in PIP_KEYS.items()})
         return {col: row.get(col, "") for col in MATRIX}

@@ -12,7 +12,9 @@ import shlex
 from dataclasses import dataclass, field
 
 from pctfleet.cuda.compile_probe import ProbeResult, parse_probe, probe_script
+from pctfleet.cuda.driver import userspace
 from pctfleet.cuda.facts import PIP_NAMES, ToolchainFacts, parse_toolchain, toolchain_snippet
+from pctfleet.cuda.gpu_rules import HostSide, check_gpu, host_sides, want_cuda
 from pctfleet.cuda.known_errors import Finding, scan
 from pctfleet.cuda.rules import RuleResult, check, verdict
 from pctfleet.cuda.stale import Stale, parse_stale, stale_snippet
@@ -34,6 +36,7 @@ class DoctorRequest:
     server_log: str | None = "/var/log/pctfleet/sglang.log"
     run_probe: bool = True
     site: dict = field(default_factory=dict)  # inventory vars: the server's port and PID file
+    host: HostSide | None = None  # the container's node, as discovery read it
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Diagnosis:
     verdict: str = ""
     remote_calls: int = 0
     stale: Stale = field(default_factory=Stale)
+    host: HostSide | None = None
 
     @property
     def healthy(self) -> bool:
@@ -68,6 +72,10 @@ class Diagnosis:
                 "CCCL (flashinfer)": facts.flashinfer_cccl_version,
                 "torch.version.cuda": facts.torch_cuda,
                 "driver": facts.driver_version,
+                "driver (container libraries)": userspace(facts.raw).version,
+                "driver (node kernel module)": self.host.gpu.module
+                if self.host and self.host.gpu
+                else None,
                 "driver CUDA": facts.driver_cuda,
                 "GPU compute capability": facts.gpu_cc,
                 "g++": facts.gxx_version,
@@ -84,6 +92,8 @@ class Diagnosis:
             cuda_home=self.facts.cuda_home if self.facts else None,
             components=self.components(),
         )
+        if self.host and self.host.gpu:
+            found["node"] = {"node": self.host.node, "gpu": self.host.gpu.as_json()}
         if self.stale.processes:
             found["stale_processes"] = [h.to_dict() for h in self.stale.processes]
         if self.stale.cache:
@@ -93,7 +103,7 @@ class Diagnosis:
 
 def diagnose(target: Target, request: DoctorRequest) -> Diagnosis:
     """Read, judge, compile: the whole diagnosis of one container."""
-    result = Diagnosis(target.name)
+    result = Diagnosis(target.name, host=request.host)
     try:
         facts, log, env, result.stale = _read(target, request)
         _judge_reading(result, facts, log, request)
@@ -118,6 +128,8 @@ def _judge_reading(result: Diagnosis, facts: ToolchainFacts, log: str, request) 
     result.arch = request.arch or _gpu_arch(facts) or "sm_120"
     expected = request.cuda_toolkit or facts.torch_requires_cuda_toolkit
     result.rules = check(facts, arch=result.arch, expected_toolkit=expected)
+    space, want = userspace(facts.raw), want_cuda(facts, expected)
+    result.rules += check_gpu(request.host, request.site, space, want)
     result.findings = scan(log)
 
 
@@ -134,7 +146,8 @@ def judge_read(
 def _read(target: Target, request: DoctorRequest) -> tuple[ToolchainFacts, str, dict, Stale]:
     """One call: toolchain facts, the server log's tail and environment file, what is stale."""
     site = {**request.site, "venv": request.venv}
-    snippets = {"facts": toolchain_snippet(request.venv, env_file=request.env_file)}
+    facts = toolchain_snippet(request.venv, env_file=request.env_file)
+    snippets = {"facts": facts + snippet("gpu_userspace")}
     snippets["stale"] = stale_snippet(site)
     if request.server_log:
         snippets["log"] = snippet("file_b64", FILE=request.server_log, TAIL_LINES=LOG_LINES)
@@ -200,9 +213,18 @@ def _judge(result: Diagnosis) -> None:
         result.verdict = stale[0]
 
 
-def request_for(variables: dict, overrides: dict) -> DoctorRequest:
+def _host_sides(containers: list, connect, forks: int | None) -> dict[str, HostSide]:  # noqa: ANN001
+    """Each node's driver facts and CT configs: one discovery command per node."""
+    from pctfleet.inventory.discover import read_nodes
+
+    nodes = list({c.node.name: c.node for c in containers}.values())
+    return host_sides(read_nodes(nodes, connect, forks), containers)
+
+
+def request_for(variables: dict, overrides: dict, host: HostSide | None = None) -> DoctorRequest:
     """Inventory vars first (the same ones site.yml uses), command-line values on top."""
     request = DoctorRequest(
+        host=host,
         venv=str(variables.get("venv", "/opt/sglang")),
         env_file=variables.get("server_env_file", DoctorRequest.env_file),
         server_log=variables.get("server_log", DoctorRequest.server_log),
@@ -223,9 +245,10 @@ def run_doctor(inventory, containers: list, connect, overrides: dict, forks: int
 
     if inventory is None:
         return [diagnose(LocalTarget(), request_for({}, overrides))]
+    sides = _host_sides(containers, connect, forks)
     fleet = build_fleet(containers, connect)
     requests = {
-        id(t): request_for(inventory.vars_for(c, {}), overrides)
+        id(t): request_for(inventory.vars_for(c, {}), overrides, sides.get(c.key))
         for c, t in zip(containers, fleet.targets, strict=True)
     }
     try:

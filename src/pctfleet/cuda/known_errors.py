@@ -132,6 +132,15 @@ KNOWN_ERRORS: list[KnownError] = [
         "CUDA driver version is insufficient for CUDA runtime version",
     ),
     KnownError(
+        r"Failed to initialize NVML: Driver/library version mismatch",
+        "the container's NVIDIA userspace libraries (libnvidia-ml, libcuda) are not the version "
+        "of the node's loaded kernel module",
+        "driver-match",
+        "install the node's driver version in the container (--no-kernel-module), or bind-mount "
+        "the node's libraries; on the node itself: reboot after a driver upgrade",
+        "Failed to initialize NVML: Driver/library version mismatch",
+    ),
+    KnownError(
         r"no kernel image is available for execution on the device",
         "kernels were built for another GPU architecture (a stale JIT cache or a wrong arch)",
         "arch-supported",

@@ -90,6 +90,7 @@ class NodeFound:
     node: Node
     containers: list[FoundCT] = field(default_factory=list)
     error: str | None = None
+    gpu: Any = None  # cuda.driver.NodeGpu: the node's NVIDIA driver side
 
 
 def parse_pct_list(text: str) -> list[tuple[int, str, str, str]]:
@@ -124,9 +125,13 @@ def parse_pct_config(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def discovery_command(sudo: bool = False) -> str:
-    """One shell line: `pct list`, then a marker and `pct config` per container."""
+    """One shell line: the node's NVIDIA driver facts (cuda/driver.py), `pct list`, then a
+    marker and `pct config` per container."""
+    from pctfleet.cuda.driver import NODE_READ
+
     pct = "sudo -n pct" if sudo else "pct"
     return (
+        f"({NODE_READ}) 2>/dev/null; "
         f"list=$({pct} list) || exit $?; printf '%s\\n' \"$list\"; "
         f"for id in $(printf '%s\\n' \"$list\" | awk 'NR > 1 {{print $1}}'); do "
         f'echo \'{MARK}\' "$id"; {pct} config "$id" 2>&1 || echo \'{UNREADABLE}\' "$id"; done'
@@ -173,14 +178,20 @@ def read_node(node: Node, options: Any) -> NodeFound:  # noqa: ANN401 - ConnectO
         return NodeFound(node, error=str(exc).splitlines()[0] if str(exc) else "unreachable")
     finally:
         conn.close()
-    text = out.getvalue().decode("utf-8", "replace")
+    from pctfleet.cuda.driver import SECTION, parse_node
+
+    gpu_text, ended, text = out.getvalue().decode("utf-8", "replace").partition(f"{SECTION} end\n")
+    gpu_text, text = (gpu_text, text) if ended else ("", gpu_text)
+    found = NodeFound(node, gpu=parse_node(gpu_text))
     if code != 0:
         said = err.getvalue().decode("utf-8", "replace").strip().splitlines() or ["no output"]
-        return NodeFound(node, error=f"pct list failed (exit {code}): {said[0]}")
+        found.error = f"pct list failed (exit {code}): {said[0]}"
+        return found
     try:
-        return NodeFound(node, parse_discovery(text))
+        found.containers = parse_discovery(text)
     except ValueError as exc:
-        return NodeFound(node, error=str(exc))
+        found.error = str(exc)
+    return found
 
 
 NODES_AT_ONCE = 64  # without --forks: one SSH login each, bounded threads on a large fleet
