@@ -128,8 +128,6 @@ def test_a_ct_config_changed_since_the_baseline_is_drift_in_that_container(
     assert code == 2
     drifted = {c["container"]: c["drift"] for c in found["containers"] if c["drift"]}
     assert drifted == {
-        "node2/201": [
-            {"kind": "ct-config", "what": "memory", "expected": "2048", "actual": "4096"}
-        ]
+        "node2/201": [{"kind": "ct-config", "what": "memory", "expected": "2048", "actual": "4096"}]
     }
     assert audit(inv, playbook, tmp_path)[0] == 0  # restored: clean again
