@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 
@@ -53,3 +54,43 @@ def test_a_stopped_container_says_pct_start_and_that_line_starts_it(lab, info):
         assert pctfleet("exec", *common, "--", "true").returncode == 0
     finally:
         lab.up(nodes=2, containers=2)  # starts it again if the test stopped early
+
+
+LAB_INVENTORY = "/var/lib/pctfleet-lab/inventory.yml"
+READ_ONLY = {("audit",), ("doctor",), ("verify",), ("inventory", "discover"), ("runs",),
+             ("exec",), ("lab", "status")}  # fmt: skip
+
+
+def printed_examples() -> list[tuple[tuple[str, ...], list[str]]]:
+    """Every example of every --help that reads only: as printed, program name first."""
+    from tests.unit.test_help import COMMANDS, help_examples
+
+    found = []
+    for app, prog, path, command in COMMANDS:
+        if command.callback is None or prog != "pctfleet":
+            continue
+        for line in help_examples(app, prog, path):
+            words = shlex.split(line)
+            if words[0] == "provision":
+                continue  # the provision program's help, shown under `pctfleet provision` too
+            placeholder = re.search(r"\b10\.\d+\.\d+\.\d+\b|/tmp/lab18|\d{8}T", line)
+            safe = path in READ_ONLY or "--check" in words
+            if safe and not placeholder and "--keep" not in words:
+                found.append((path, words))
+    return found
+
+
+def test_the_read_only_examples_run_on_the_lab_as_printed(info, tmp_path):
+    assert str(info.inventory) == LAB_INVENTORY  # the path every example names
+    examples = printed_examples()
+    assert len(examples) >= 14, examples
+    for _, words in examples:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from pctfleet.cli.main import main; main()", *words[1:]],
+            capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False,
+        )  # fmt: skip
+        shown = f"{shlex.join(words)}: exit {proc.returncode}\n{proc.stderr[-2000:]}"
+        assert "Traceback" not in proc.stderr, shown
+        assert proc.returncode in (0, 1, 2), shown  # ok, check failed, drift: never 3, 4, 5
+        if "--json" in words:
+            json.loads(proc.stdout)
