@@ -4,6 +4,7 @@ program name in the usage line, and no help text that rich would eat as markup."
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 
 import pytest
@@ -61,3 +62,35 @@ def test_the_provision_program_names_itself_once(monkeypatch, capsys):
     assert exit_.value.code == 0
     text = " ".join(BOX.sub(" ", capsys.readouterr().out).split())
     assert text.startswith("Usage: provision [OPTIONS] "), text[:80]
+
+
+EXAMPLES = re.compile(r"\n Examples:\n((?: +\S.*\n)+)\s*$")
+RUNNABLE = [c for c in COMMANDS if c[3].callback is not None]
+
+
+def help_examples(app: typer.Typer, prog: str, path: tuple[str, ...]) -> list[str]:
+    """The example lines that end a command's --help, as printed."""
+    result = CliRunner().invoke(
+        app, [*path, "--help"], prog_name=prog, env={"COLUMNS": "200", "NO_COLOR": "1"}
+    )
+    text = "\n".join(line.rstrip() for line in result.output.splitlines()) + "\n"
+    found = EXAMPLES.search(text)
+    assert found, f"{prog} {' '.join(path)} --help does not end with Examples:\n{result.output}"
+    return [line.strip() for line in found.group(1).splitlines()]
+
+
+@pytest.mark.parametrize(
+    "app, prog, path, command", RUNNABLE, ids=[" ".join((c[1], *c[2])) for c in RUNNABLE]
+)
+def test_help_ends_with_examples_that_parse(app, prog, path, command):
+    lines = help_examples(app, prog, path)
+    assert 2 <= len(lines) <= 3, lines
+    for line in lines:
+        words = shlex.split(line)
+        if words[0] == "provision":  # `pctfleet provision` shares the provision program's help
+            words = [prog, *path, *words[1:]]
+        assert words[: len(path) + 1] == [prog, *path], line
+        # The options as printed are accepted (the command itself is not run).
+        command.make_context(prog, words[len(path) + 1 :])
+        for address in re.findall(r"\b\d+\.\d+\.\d+\.\d+\b", line):
+            assert address.startswith(("10.", "127.0.18.")), f"{address} in {line!r}"

@@ -55,8 +55,6 @@ def audit_command(
 ) -> int:
     """Find drift: the playbook in check mode plus a fingerprint, one pct exec per container.
 
-    Example: pctfleet audit -i inventory/prod.yml
-
     This machine instead (no SSH, no pct, one local probe): pctfleet audit --local
 
     Each container gets the tasks that would change (expected vs actual) and,
@@ -69,6 +67,12 @@ def audit_command(
     The nodes are also asked which containers they hold (pct list): one the
     inventory does not list is "unmanaged", one it lists that the node lacks is
     "missing" (both drift, exit 2); a node that cannot be read is an error.
+
+    Examples:
+
+      pctfleet audit -i /var/lib/pctfleet-lab/inventory.yml -l node1/200
+      pctfleet audit -i /var/lib/pctfleet-lab/inventory.yml
+      pctfleet audit -i /var/lib/pctfleet-lab/inventory.yml -l node2 --json
     """
     from pctfleet.cli.auditview import render, render_fleet, to_json
     from pctfleet.cli.report import make_console

@@ -53,14 +53,18 @@ def doctor_command(
 ) -> int:
     """Why would flashinfer's JIT fail here? Checks every toolchain rule, compiles a probe.
 
-    Example: pctfleet doctor --host 10.1.2.6 --ct 200
-
     This machine instead (no SSH, no pct): pctfleet doctor --local --venv /opt/venv
 
     Reports every component's version (pip metadata and binaries), each rule
     with its evidence, the compile probe, known errors in the server's log, and
     the one-line fix. Changes nothing. Exit 0 healthy, 2 a problem found,
     3 unreachable.
+
+    Examples:
+
+      pctfleet doctor --host 10.1.2.6 --ct 200
+      pctfleet doctor -i /var/lib/pctfleet-lab/inventory.yml -l node1
+      pctfleet doctor -i /var/lib/pctfleet-lab/inventory.yml -l node2/200 --no-probe --json
     """
     from pctfleet.cli.doctorview import render, to_json
     from pctfleet.cli.report import make_console

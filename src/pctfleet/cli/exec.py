@@ -33,11 +33,15 @@ def exec_command(
 ) -> int:
     """Run a command in containers, in parallel; arguments arrive exactly as given.
 
-    Example: pctfleet exec --host 10.1.2.6 --ct 200,201 -- nvidia-smi -L
-
     One container: exits with the command's own exit code. Several: 0 if all
     succeeded, 3 if a node was unreachable, 2 otherwise. Each container's
     output lines are prefixed with node/ctid.
+
+    Examples:
+
+      pctfleet exec --host 10.1.2.6 --ct 200,201 -- nvidia-smi -L
+      pctfleet exec -i /var/lib/pctfleet-lab/inventory.yml -l lab -- uname -r
+      pctfleet exec -i /var/lib/pctfleet-lab/inventory.yml -l node1 --json -- python3 --version
     """
     _, containers = sel.select()
     fleet = build_fleet(containers, conn.options())

@@ -94,9 +94,13 @@ def discover_command(*, opts: DiscoverOptions, conn: Connection) -> int:
     """List every container on the nodes, from `pct list` and `pct config` (one SSH
     command per node; nothing on the node is changed).
 
-    Example: pctfleet inventory discover --host 10.1.2.6 --tag gpu --yaml > inventory/discovered.yml
-
     Exit 0, or 3 when a node's containers could not be read (never shown as none).
+
+    Examples:
+
+      pctfleet inventory discover --host 10.1.2.6 --tag gpu --yaml
+      pctfleet inventory discover -i /var/lib/pctfleet-lab/inventory.yml --status running
+      pctfleet inventory discover -i /var/lib/pctfleet-lab/inventory.yml --json
     """
     import yaml
 

@@ -14,6 +14,7 @@ from pctfleet import exitcodes
 from pctfleet.cli import coerce
 from pctfleet.cli.audit import audit_command
 from pctfleet.cli.doctor import doctor_command
+from pctfleet.cli.examples import examples_last
 from pctfleet.cli.exec import exec_command
 from pctfleet.cli.fleetreport import report_command
 from pctfleet.cli.rollout import rollout_command
@@ -56,6 +57,7 @@ def _register_subcommands() -> None:
 
 
 _register_subcommands()
+examples_last(app)
 
 
 def _is_click(exc: BaseException, name: str) -> bool:
@@ -103,4 +105,4 @@ def provision_app() -> typer.Typer:
         add_completion=False, pretty_exceptions_enable=False, context_settings=HELP_OPTIONS
     )
     single.command("provision")(provision_command)
-    return single
+    return examples_last(single)

@@ -9,6 +9,7 @@ from typing import Annotated, ClassVar
 import typer
 
 from pctfleet import exitcodes
+from pctfleet.cli.complete import complete_ct, complete_host, complete_limit
 from pctfleet.cli.groups import flag, opt
 from pctfleet.textout import visible
 from pctfleet.transport.options import ConnectOptions
@@ -54,11 +55,18 @@ class Selection:
     panel: ClassVar[str] = SEL
 
     inventory: Path | None = opt("-i --inventory", "Inventory YAML (pctfleet or Ansible format).")
-    host: str | None = opt("--host", "Ad hoc: a Proxmox node address (use with --ct).")
-    ct: str | None = opt("--ct", "Ad hoc: container ids on --host, e.g. 200,201 or 200-205.")
+    host: str | None = opt(
+        "--host", "Ad hoc: a Proxmox node address (use with --ct).", autocompletion=complete_host
+    )
+    ct: str | None = opt(
+        "--ct",
+        "Ad hoc: container ids on --host, e.g. 200,201 or 200-205.",
+        autocompletion=complete_ct,
+    )
     limit: str | None = opt(
         "--limit -l",
         "Select containers: group, node, node/ctid, name or glob; '!x' excludes, '&x' intersects.",
+        autocompletion=complete_limit,
     )
     vault_password_file: list[Path] | None = opt(
         "--vault-password-file",

@@ -90,13 +90,16 @@ def rollout_command(
 ) -> int:
     """Roll a playbook across the fleet in batches, checking health between batches.
 
-    Example: pctfleet rollout playbooks/site.yml -i inventory/prod.yml --serial 1,25%
-    --max-fail-percent 10 --per-node 1
-
     When it stops (failures over the threshold, a failed health gate, Ctrl-C),
     containers not reached are untouched; the summary lists done, failed and
     untouched containers, and --resume ID finishes the job. Exit 0 completed,
     2 stopped on failures, 99 interrupted.
+
+    Examples:
+
+      pctfleet rollout playbooks/site.yml -i /var/lib/pctfleet-lab/inventory.yml --serial 1,25%
+      pctfleet rollout playbooks/site.yml -i /var/lib/pctfleet-lab/inventory.yml --per-node 1
+      pctfleet rollout playbooks/site.yml -i /var/lib/pctfleet-lab/inventory.yml --json
     """
     sel.unlock()
     args = RolloutArgs(

@@ -36,8 +36,6 @@ def run_command(
 ) -> int:
     """Bring containers to the state a playbook declares.
 
-    Example: pctfleet run playbooks/site.yml -i inventory/prod.yml --check --diff
-
     On this machine instead (no SSH, no pct, no inventory; Ansible's
     connection: local): pctfleet run site.yml --local -e venv=/opt/venv.
     The host is 'localhost' on node 'local' (ctid 0) and every play runs on it;
@@ -46,8 +44,14 @@ def run_command(
     Exit codes: 0 success, 2 a task failed, 3 a container was unreachable
     (node down, container missing or stopped, timeout), 4 bad inventory,
     playbook or vars, 5 bad options, 99 interrupted.
+
+    Examples:
+
+      pctfleet run playbooks/site.yml -i /var/lib/pctfleet-lab/inventory.yml -l node1/200 --check -D
+      pctfleet run playbooks/site.yml -i /var/lib/pctfleet-lab/inventory.yml -l 'lab:!systemd'
+      pctfleet run playbooks/site.yml -i /var/lib/pctfleet-lab/inventory.yml -l node2 --check --json
     """
-    return playbook_run("run", playbook, sel, run, forks, **rest)
+    return playbook_run("run", default_playbook(playbook), sel, run, forks, **rest)
 
 
 @grouped(
@@ -70,11 +74,15 @@ def provision_command(
 ) -> int:
     """Provision one container with the full GPU serving setup (playbooks/site.yml).
 
-    Example: provision --host 10.1.2.6 --ct 200
-
     This machine instead: provision --local -e venv=/opt/venv --tags toolchain,overlay,links
 
     Same options and exit codes as 'pctfleet run'.
+
+    Examples:
+
+      provision --host 10.1.2.6 --ct 200
+      provision -i /var/lib/pctfleet-lab/inventory.yml -l node1 --check --diff
+      provision -i /var/lib/pctfleet-lab/inventory.yml -l node2/200 --check --json
     """
     return playbook_run("provision", default_playbook(playbook), sel, run, forks, **rest)
 

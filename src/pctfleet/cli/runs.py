@@ -67,16 +67,15 @@ def write_end(journal_dir: Path | None, run_id: str, runs: list, code: int) -> N
 def runs_command(ctx: typer.Context, *, last: Last = 20, keep: Keep = None, out: Output) -> int:
     """Recent runs and rollouts, newest first, one line each, from the journals.
 
+    Unreadable journal lines are named (file:line) on stderr and skipped.
+    Without --journal-dir: ~/.local/state/pctfleet/runs and .../rollouts.
+    --keep 30d removes journals older than 30 days now.
+
     Examples:
 
       pctfleet runs --last 5
-
-      pctfleet runs --json | jq '.runs[] | select(.exit_code != 0) | .id'
-
-      pctfleet runs --keep 30d      (remove journals older than 30 days)
-
-    Unreadable journal lines are named (file:line) on stderr and skipped.
-    Without --journal-dir: ~/.local/state/pctfleet/runs and .../rollouts.
+      pctfleet runs --json --last 50
+      pctfleet runs --keep 30d
     """
     if ctx.invoked_subcommand:
         return exitcodes.OK
@@ -153,15 +152,14 @@ def show_command(
 ) -> int:
     """What happened in one run: per container, each task with its message and diff.
 
+    Secrets stay hidden: the journal keeps only redacted text. --follow, from
+    another terminal, prints a run in progress until it ends.
+
     Examples:
 
       pctfleet runs show 20261202T001905-9528eb --failed
-
       pctfleet runs show 20261202T0019 --container node1/200 --json
-
-      pctfleet runs show 20261202T001905-9528eb --follow   (another terminal, while it runs)
-
-    Secrets stay hidden: the journal keeps only redacted text.
+      pctfleet runs show 20261202T001905-9528eb --follow
     """
     path = history.find(out.journal_dir, run_id)
     if path is None:

@@ -43,8 +43,6 @@ def verify_command(
 ) -> int:
     """Prove each container's end state with testinfra checks over pct (changes nothing).
 
-    Example: pctfleet verify -i inventory/prod.yml -k server
-
     This machine instead, through testinfra's local backend (no SSH, no pct):
     pctfleet verify --local -e venv=/opt/venv -k 'toolchain or links'
 
@@ -54,6 +52,12 @@ def verify_command(
     Exit 0 when every check passed in every container, 1 otherwise (a failed
     check, or a container unreachable, missing or stopped), 4 unloadable
     tests, 5 bad options.
+
+    Examples:
+
+      pctfleet verify -i /var/lib/pctfleet-lab/inventory.yml -l node1/200 -k toolchain
+      pctfleet verify -i /var/lib/pctfleet-lab/inventory.yml -l lab -k 'links or overlay'
+      pctfleet verify -i /var/lib/pctfleet-lab/inventory.yml -l node2 --json --junit verify.xml
     """
     from rich.console import Console
 

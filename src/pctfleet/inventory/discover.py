@@ -162,6 +162,7 @@ def read_node(node: Node, options: Any) -> NodeFound:  # noqa: ANN401 - ConnectO
     """Run the discovery command on `node`; any failure becomes `error`, never []."""
     from pctfleet.transport.base import TransportError
     from pctfleet.transport.connections import node_options
+    from pctfleet.transport.fixes import asks_password, sudoers_fix
     from pctfleet.transport.ssh import NodeConnection
 
     out, err = io.BytesIO(), io.BytesIO()
@@ -185,6 +186,10 @@ def read_node(node: Node, options: Any) -> NodeFound:  # noqa: ANN401 - ConnectO
     found = NodeFound(node, gpu=parse_node(gpu_text))
     if code != 0:
         said = err.getvalue().decode("utf-8", "replace").strip().splitlines() or ["no output"]
+        if asks_password(said[0]):
+            fix = sudoers_fix(conn.target.user, node.name)
+            found.error = f"sudo asks {conn.target.user} for a password ({fix})"
+            return found
         found.error = f"pct list failed (exit {code}): {said[0]}"
         return found
     try:

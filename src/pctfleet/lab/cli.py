@@ -98,6 +98,12 @@ def up(
 
     --suite and --init apply to containers this run creates; existing
     containers keep the flavour they were made with (recorded in lab.json).
+
+    Examples:
+
+      pctfleet lab up
+      pctfleet lab up --nodes 2 --containers 3 --suite trixie
+      pctfleet lab up --state-dir /tmp/lab18 --address-base 127.0.18 --nodes 1
     """
     started = time.monotonic()
 
@@ -123,12 +129,17 @@ def add(
     init: Init = "minimal",
     state_dir: StateDir = DEFAULT_STATE_DIR,
 ) -> None:
-    """Add one container to a node of a running lab, e.g. `lab add node1 221 --suite trixie
-    --init systemd`.
+    """Add one container to a node of a running lab, of the suite and init given.
 
     It gets a Proxmox-style CT config, an inventory entry (and groups named after
     its suite and init) and is started. Running it again is a no-op; an existing
     CTID of another flavour is an error.
+
+    Examples:
+
+      pctfleet lab add node1 221 --suite trixie --init systemd
+      pctfleet lab add node2 210 --suite trixie
+      pctfleet lab add node1 205 --state-dir /tmp/lab18
     """
     started = time.monotonic()
     ct = _guard(lambda: _lab(state_dir, say=_say).add_container(node, ctid, suite, init))
@@ -182,7 +193,14 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     state_dir: StateDir = DEFAULT_STATE_DIR,
 ) -> None:
-    """Show each node's sshd and each container's state."""
+    """Show each node's sshd and each container's state (exit 3 if anything is down).
+
+    Examples:
+
+      pctfleet lab status
+      pctfleet lab status --json
+      pctfleet lab status --state-dir /tmp/lab18
+    """
     result = _guard(lambda: _lab(state_dir).status())
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
@@ -216,6 +234,12 @@ def _print_status(result: LabStatus) -> None:
 
 @lab_app.command()
 def down(state_dir: StateDir = DEFAULT_STATE_DIR) -> None:
-    """Stop what the lab started and remove its state (the rootfs cache stays)."""
+    """Stop what the lab started and remove its state (the rootfs cache stays).
+
+    Examples:
+
+      pctfleet lab down
+      pctfleet lab down --state-dir /tmp/lab18
+    """
     _guard(lambda: _lab(state_dir).down())
     out.print(line(f"lab in {state_dir} is down"))

@@ -18,6 +18,7 @@ import fabric
 import paramiko
 
 from pctfleet.transport.base import HostKeyChanged, HostKeyUnknown
+from pctfleet.transport.fixes import host_key_fix
 
 USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 SYSTEM_KNOWN_HOSTS = Path("/etc/ssh/ssh_known_hosts")
@@ -60,7 +61,7 @@ class RefuseUnknown(paramiko.MissingHostKeyPolicy):
             self.node,
             f"host key for {hostname} is not in {self.record_file} "
             f"({key.get_name()} {fingerprint(key)})",
-            "check the fingerprint, then rerun with --accept-new-host-keys to record it",
+            host_key_fix(hostname, key.get_name(), self.record_file),
         )
 
 

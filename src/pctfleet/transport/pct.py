@@ -23,6 +23,7 @@ from pctfleet.transport.base import (
     SudoPasswordRequired,
     Target,
 )
+from pctfleet.transport.fixes import asks_password, start_fix, sudoers_fix
 
 if TYPE_CHECKING:
     from pctfleet.transport.ssh import NodeConnection
@@ -110,7 +111,7 @@ class PctTarget(Target):
             raise ContainerStopped(
                 self.name,
                 f"container {self.ctid} stopped while a command ran (exit {code})",
-                f"start it: pct start {self.ctid}, then rerun",
+                f"{start_fix(self.ctid, self.node.node)}, then rerun",
             )
         return code, duration
 
@@ -137,13 +138,13 @@ class PctTarget(Target):
             raise ContainerStopped(
                 self.name,
                 f"container {self.ctid} is not running",
-                f"start it: pct start {self.ctid}",
+                start_fix(self.ctid, self.node.node),
             )
-        if "password is required" in text or "a terminal is required" in text:
+        if asks_password(text):
             raise SudoPasswordRequired(
                 self.name,
                 f"sudo asks {self.node.target.user} for a password",
-                "allow passwordless sudo for pct (NOPASSWD) or connect as root",
+                sudoers_fix(self.node.target.user, self.node.node),
             )
         if code == 127:
             raise NodeUnreachable(
