@@ -58,7 +58,7 @@ def test_a_stopped_container_says_pct_start_and_that_line_starts_it(lab, info):
 
 LAB_INVENTORY = "/var/lib/pctfleet-lab/inventory.yml"
 READ_ONLY = {("audit",), ("doctor",), ("verify",), ("inventory", "discover"), ("runs",),
-             ("exec",), ("lab", "status")}  # fmt: skip
+             ("exec",), ("lab", "status"), ("report",)}  # fmt: skip
 
 
 def printed_examples() -> list[tuple[tuple[str, ...], list[str]]]:

@@ -59,8 +59,6 @@ def report_command(
 ) -> int:
     """The fleet on one self-contained page: versions, drift, health, runs, changes.
 
-    Example: pctfleet report -i inventory/prod.yml --html report.html
-
     One audit pass (the playbook in check mode and a fingerprint: one pct exec
     per container, plus one pct list per node), verify's checks (one more pct
     exec per container; --no-verify skips them) and the run journals. Doctor's
@@ -68,6 +66,12 @@ def report_command(
     has no script and no external asset: it opens offline. Exit codes as
     audit's: 0 clean, 2 drift (or a failed check, or a doctor problem),
     1 a container could not be read; the page is written in every case.
+
+    Examples:
+
+      pctfleet report -i /var/lib/pctfleet-lab/inventory.yml -l node1/200 --html fleet.html
+      pctfleet report -i /var/lib/pctfleet-lab/inventory.yml --no-verify --html fleet.html
+      pctfleet report -i /var/lib/pctfleet-lab/inventory.yml -l node2 --markdown -
     """
     if not (page.html or page.markdown):
         raise fail("give --html PATH or --markdown PATH ('-': stdout)", exitcodes.BAD_OPTIONS)
