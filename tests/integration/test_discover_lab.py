@@ -126,8 +126,10 @@ def test_a_ct_config_changed_since_the_baseline_is_drift_in_that_container(
     finally:
         conf.write_text(before)
     assert code == 2
-    drifted = {c["container"]: c["drift"] for c in found["containers"] if c["drift"]}
-    assert drifted == {
-        "node2/201": [{"kind": "ct-config", "what": "memory", "expected": "2048", "actual": "4096"}]
+    drifted = {
+        c["container"]: [(d["kind"], d["what"], d["expected"], d["actual"]) for d in c["drift"]]
+        for c in found["containers"]
+        if c["drift"]
     }
+    assert drifted == {"node2/201": [("ct-config", "memory", "2048", "4096")]}
     assert audit(inv, playbook, tmp_path)[0] == 0  # restored: clean again

@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -84,11 +85,17 @@ def test_the_read_only_examples_run_on_the_lab_as_printed(info, tmp_path):
     assert str(info.inventory) == LAB_INVENTORY  # the path every example names
     examples = printed_examples()
     assert len(examples) >= 14, examples
-    for _, words in examples:
-        proc = subprocess.run(
+
+    def run(words: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run(
             [sys.executable, "-c", "from pctfleet.cli.main import main; main()", *words[1:]],
             capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False,
         )  # fmt: skip
+
+    # Read-only, so they may overlap as two operators' commands would: three at a time.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = list(pool.map(run, [words for _, words in examples]))
+    for (_, words), proc in zip(examples, done, strict=True):
         shown = f"{shlex.join(words)}: exit {proc.returncode}\n{proc.stderr[-2000:]}"
         assert "Traceback" not in proc.stderr, shown
         assert proc.returncode in (0, 1, 2), shown  # ok, check failed, drift: never 3, 4, 5

@@ -179,8 +179,16 @@ SEEDS = {
 }
 
 
+# Seeds that only swap pip wheels: the wheels, and the versions doctor reads from
+# them, are the same on every distribution. They run on bookworm; trixie gets
+# the seeds that touch paths (site-packages under its Python, links, CPATH).
+WHEELS_ONLY = {"nvvm newer than nvcc", "nvcc newer than the runtime headers"}
+
+
 @pytest.mark.parametrize("seed", list(SEEDS))
 def test_seeded_mismatch_is_diagnosed_then_repaired(lab_inventory, stack, ch, seed):
+    if stack is TRIXIE and seed in WHEELS_ONLY:
+        pytest.skip("a wheel-only seed: the same wheels as on bookworm, run there")
     script, rule, message = SEEDS[seed]
     seeded = stack.seeded
     assert sh(lab_inventory, seeded, f"CH={ch[seeded]}; {script}").returncode == 0
