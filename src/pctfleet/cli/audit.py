@@ -74,7 +74,7 @@ def audit_command(
     from pctfleet.cli.report import make_console
     from pctfleet.cuda import audit as drift
 
-    inv, containers = where.select(sel)
+    inv, containers = where.select(sel, conn)
     runs, fleet, ct_configs = audit_runs(
         inv, containers, playbook, run, conn, where, forks, out.as_json
     )

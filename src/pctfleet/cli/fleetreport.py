@@ -74,7 +74,7 @@ def report_command(
     from pctfleet.cuda.audit import MATRIX, judge_fleet
     from pctfleet.report import gather
 
-    inv, containers = where.select(sel)
+    inv, containers = where.select(sel, conn)
     more = {gather.PROBE: gather.log_snippet}
     runs, fleet, configs = audit_runs(
         inv, containers, playbook, run, conn, where, forks, True, more
