@@ -6,7 +6,11 @@ Each run starts a fresh interpreter that patches `socket.socket.connect` (in
 that process only, for measurement) to note CLOCK_MONOTONIC at the first
 connect and exit at once: what is measured is the work done before any byte
 goes to a node. The parent notes the same clock just before it starts the
-child, so interpreter start-up is counted. A second series times a bare
+child, so interpreter start-up is counted. Since nodes are logged in to in the
+background as soon as the inventory is loaded, that first connect comes early
+and says little about when work starts: a second series stops the child when
+its first command is handed to a logged-in SSH channel (the first `pct exec`
+sent), which includes the login. A second series times a bare
 `import pctfleet.cli.main`. `measure()` returns the medians for bench/run.py.
 Run it with compiled bytecode (as an installed package has): with
 PYTHONDONTWRITEBYTECODE set and no __pycache__, compiling dominates.
@@ -38,18 +42,44 @@ sys.argv = ["pctfleet"] + sys.argv[1:]
 runpy.run_module("pctfleet", run_name="__main__")
 """
 
+# Runs in the child: exits when the first command goes to a node's channel.
+_EXEC_WRAPPER = """
+import importlib.util, os, sys, time, runpy
+
+class _Hook:
+    def find_spec(self, name, path, target=None):
+        if name != "pctfleet.transport.channel":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        load = spec.loader.exec_module
+        def exec_module(module):
+            load(module)
+            def first(*args, **kwargs):
+                sys.stdout.write("connect=%r\\n" % time.monotonic())
+                sys.stdout.flush()
+                os._exit(0)
+            module.pump_channel = first
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, _Hook())
+sys.argv = ["pctfleet"] + sys.argv[1:]
+runpy.run_module("pctfleet", run_name="__main__")
+"""
+
 
 def _children_cpu() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
 
 
-def _first_connect(argv: list[str]) -> tuple[float | None, float]:
+def _first_connect(argv: list[str], wrapper: str = _WRAPPER) -> tuple[float | None, float]:
     """Seconds from spawning the CLI to its first connect (None if it never connects),
     and the CPU seconds it used until then: on a busy machine the steadier number."""
     start, cpu = time.monotonic(), _children_cpu()
     proc = subprocess.run(
-        [sys.executable, "-c", _WRAPPER, *argv], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", wrapper, *argv], capture_output=True, text=True, timeout=60
     )
     used = _children_cpu() - cpu
     for line in proc.stdout.splitlines():
@@ -69,14 +99,19 @@ def measure(inventory: str | Path, playbook: str | Path = PLAYBOOK, runs: int = 
     argv = ["run", "-i", str(inventory), str(playbook)]
     imports = [_import_only() for _ in range(runs)]
     measured = [_first_connect(argv) for _ in range(runs)]
+    execs = [_first_connect(argv, _EXEC_WRAPPER) for _ in range(runs)]
     connects = [wall for wall, _ in measured]
     reached = [c for c in connects if c is not None]
+    sent = [wall for wall, _ in execs if wall is not None]
     return {
         "runs": runs,
         "import_s": statistics.median(imports),
         "first_connect_s": statistics.median(reached) if reached else None,
         "first_connect_cpu_s": statistics.median(cpu for _, cpu in measured),
         "never_connected": runs - len(reached),
+        "first_exec_s": statistics.median(sent) if sent else None,
+        "first_exec_cpu_s": statistics.median(cpu for _, cpu in execs),
+        "exec_samples": [wall for wall, _ in execs],
         "import_samples": imports,
         "connect_samples": connects,
     }
@@ -94,6 +129,9 @@ def main() -> int:
     print(f"{'import pctfleet.cli':<24} {result['import_s']:.3f}")
     print(f"{'start to first connect':<24} {'-' if connect is None else f'{connect:.3f}'}")
     print(f"{'  of which CPU':<24} {result['first_connect_cpu_s']:.3f}")
+    sent = result["first_exec_s"]
+    print(f"{'start to first pct exec':<24} {'-' if sent is None else f'{sent:.3f}'}")
+    print(f"{'  of which CPU':<24} {result['first_exec_cpu_s']:.3f}")
     return 0 if connect is not None else 1
 
 

@@ -70,7 +70,7 @@ def doctor_command(
     from pctfleet.cli.report import make_console
     from pctfleet.cuda.doctor import run_doctor
 
-    inv, containers = where.select(sel)
+    inv, containers = where.select(sel, conn)
     diagnoses = run_doctor(inv, containers, conn.options(), what.overrides(), forks)
     if out.as_json:
         typer.echo(to_json(diagnoses))

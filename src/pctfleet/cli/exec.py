@@ -13,7 +13,7 @@ from pctfleet.cli.options import Connection, Forks, Output, Selection
 from pctfleet.run import adhoc
 from pctfleet.status import exit_code
 from pctfleet.textout import visible
-from pctfleet.transport.connections import build_fleet
+from pctfleet.transport.connections import build_fleet, start_logins
 
 
 @grouped(sel=Selection, conn=Connection, out=use(Output, "as_json"))
@@ -44,6 +44,7 @@ def exec_command(
       pctfleet exec -i /var/lib/pctfleet-lab/inventory.yml -l node1 --json -- python3 --version
     """
     _, containers = sel.select()
+    start_logins(containers, conn.options())  # while stdin is read and the fleet is built
     fleet = build_fleet(containers, conn.options())
     stdin = None if no_stdin or sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer
     if stdin is not None and len(fleet.targets) > 1:

@@ -84,9 +84,18 @@ def _invoke(
             exc.show()
             return exitcodes.BAD_OPTIONS
         raise
+    finally:
+        _close_early_logins()
     if result == 130:  # typer's own code for Ctrl-C
         return exitcodes.INTERRUPTED
     return result if isinstance(result, int) else exitcodes.OK
+
+
+def _close_early_logins() -> None:
+    """Logins nobody took (bad input found after they began): closed now, not at exit."""
+    early = sys.modules.get("pctfleet.transport.early")
+    if early is not None:
+        early.close_all()
 
 
 def main() -> None:

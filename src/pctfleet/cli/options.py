@@ -160,10 +160,16 @@ class Where:
             )
         return self.local or self.connection == "local"
 
-    def select(self, sel: Selection):
-        """`sel.select()`, or this machine alone; an inventory or a container with it is refused."""
+    def select(self, sel: Selection, conn: Connection | None = None):
+        """`sel.select()`, or this machine alone; an inventory or a container with it is refused.
+        With `conn`, the selected containers' nodes are logged in to in the background."""
         if not self.is_local:
-            return sel.select()
+            inv, containers = sel.select()
+            if conn is not None:
+                from pctfleet.transport.connections import start_logins
+
+                start_logins(containers, conn.options())
+            return inv, containers
         given = (
             ("-i", sel.inventory),
             ("--host", sel.host),

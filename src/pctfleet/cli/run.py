@@ -107,7 +107,7 @@ def playbook_run(
 
     if not playbook.is_file():
         raise fail(f"playbook not found: {playbook}", exitcodes.BAD_OPTIONS)
-    inv, containers = where.select(sel)
+    inv, containers = where.select(sel, conn)
     options = run.run_options(lock_wait=lock.lock_wait, lock_lease=lock.lock_lease)
     request = RunRequest(playbook, inv, containers, conn.options(), options, forks)
     prepared = prepare(request)

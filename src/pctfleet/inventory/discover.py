@@ -162,11 +162,11 @@ def read_node(node: Node, options: Any) -> NodeFound:  # noqa: ANN401 - ConnectO
     """Run the discovery command on `node`; any failure becomes `error`, never []."""
     from pctfleet.transport.base import TransportError
     from pctfleet.transport.connections import node_options
+    from pctfleet.transport.early import ssh_module
     from pctfleet.transport.fixes import asks_password, sudoers_fix
-    from pctfleet.transport.ssh import NodeConnection
 
     out, err = io.BytesIO(), io.BytesIO()
-    conn = NodeConnection(node.name, node.address, node_options(node, options))
+    conn = ssh_module().NodeConnection(node.name, node.address, node_options(node, options))
     try:
         code, _ = conn.exec(
             discovery_command(conn.target.user != "root"),
@@ -178,7 +178,7 @@ def read_node(node: Node, options: Any) -> NodeFound:  # noqa: ANN401 - ConnectO
     except TransportError as exc:
         return NodeFound(node, error=str(exc).splitlines()[0] if str(exc) else "unreachable")
     finally:
-        conn.close()
+        conn.hand_over()  # the command's next user of the node (audit's run) logs in no more
     from pctfleet.cuda.driver import SECTION, parse_node
 
     gpu_text, ended, text = out.getvalue().decode("utf-8", "replace").partition(f"{SECTION} end\n")

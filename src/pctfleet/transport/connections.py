@@ -57,14 +57,23 @@ def container_limit(container) -> int:  # noqa: ANN001
     return getattr(container.node, "max_sessions", None) or DEFAULT_NODE_LIMIT
 
 
+def start_logins(containers: Iterable, cli: ConnectOptions) -> int:
+    """Log in to the containers' nodes in the background (transport/early.py) while
+    the command still loads and renders; the run's connections take those logins."""
+    from pctfleet.transport import early
+
+    nodes = {c.node.name: c.node for c in containers if not isinstance(c.node, LocalNode)}
+    return early.start((n.name, n.address, node_options(n, cli)) for n in nodes.values())
+
+
 def build_fleet(containers: Iterable, cli: ConnectOptions) -> Fleet:
     """One PctTarget per container; containers of one node share its connection.
 
     The host of `--connection local` gets a LocalTarget: no SSH, no pct.
     """
-    from pctfleet.transport.ssh import NodePool  # paramiko and Fabric: loaded to connect
+    from pctfleet.transport.early import ssh_module  # paramiko and Fabric: loaded to connect
 
-    pool = NodePool()
+    pool = ssh_module().NodePool()
     targets: list[Target] = []
     for container in containers:
         node = container.node

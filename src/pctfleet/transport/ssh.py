@@ -24,6 +24,7 @@ from typing import BinaryIO
 import fabric
 import paramiko
 
+from pctfleet.transport import early
 from pctfleet.transport.base import AuthFailed, NodeUnreachable, Stdin, TransportError
 from pctfleet.transport.channel import pump_channel
 from pctfleet.transport.hostkeys import changed_key_error, enforce, known_hosts_file
@@ -76,7 +77,9 @@ def _set_timeouts(conn: fabric.Connection, seconds: float) -> None:
 class NodeConnection:
     """All SSH traffic to one node. Thread-safe."""
 
-    def __init__(self, node: str, address: str, options: ConnectOptions) -> None:
+    def __init__(
+        self, node: str, address: str, options: ConnectOptions, *, adopt: bool = True
+    ) -> None:
         self.node = node
         self.address = address
         self.target: ResolvedTarget = resolve(node, address, options)
@@ -90,6 +93,8 @@ class NodeConnection:
         # Why the node could not be reached: every later caller gets the same verdict at
         # once instead of waiting out its own connect timeout (one verdict per node).
         self._failure: TransportError | None = None
+        # A login to this node begun early (transport/early.py): the first connect takes it.
+        self._early = early.take((node, address, options)) if adopt else None
 
     # -- connecting -------------------------------------------------------
 
@@ -109,12 +114,22 @@ class NodeConnection:
     def _keepalive(self, conn: fabric.Connection) -> int:
         return int(conn.ssh_config.get("serveraliveinterval", self.options.keepalive))
 
-    def _connect(self) -> fabric.Connection:
+    def _connect(self, opened: early.Opened | None = None) -> fabric.Connection:
+        """A logged-in connection: the early one if it came, else a new login (on
+        `opened`, a TCP connection to the node's own host and port, when given)."""
+        adopted = self._adopt_early()
+        if adopted is not None:
+            return adopted
         target = self.target
         conn = self._new_connection()
+        if opened and conn.gateway:  # reached through a gateway: not that socket's peer
+            opened.close()
+            opened = None
         record_file = known_hosts_file(self.options.known_hosts)
-        started = time.monotonic()
+        started = opened.started if opened else time.monotonic()
         try:
+            if opened:
+                conn.connect_kwargs["sock"] = opened.take()  # or its connect error
             conn.open()
         except TransportError:
             conn.close()
@@ -136,6 +151,27 @@ class NodeConnection:
         conn.transport.set_keepalive(self._keepalive(conn))
         self.connections_opened += 1
         return conn
+
+    def _adopt_early(self) -> fabric.Connection | None:
+        """The early login's connection (waiting for it to finish), or None; its
+        error is this connect's error."""
+        future, self._early = self._early, None
+        conn = future.result() if future is not None else None
+        if conn is not None:
+            conn.transport.set_keepalive(self._keepalive(conn))
+            self.connections_opened += 1
+        return conn
+
+    def hand_over(self) -> None:
+        """Done with the node for now: its idle connection waits for the command's
+        next user of the node (early.give); anything else closes."""
+        with self._cond:
+            idle = [s for s in self._slots if not s.in_use and s.alive()]
+            if len(self._slots) == 1 and idle and self._gateway is None:
+                key = (self.node, self.address, self.options)
+                if early.give(key, idle[0].conn):
+                    self._slots.clear()
+        self.close()
 
     def _unreachable(self, exc: BaseException, timed_out: bool = False) -> NodeUnreachable:
         target = self.target
@@ -237,6 +273,10 @@ class NodeConnection:
                 raise self._unreachable(exc) from None
 
     def close(self) -> None:
+        if self._early is not None:  # never taken: close it once its login ends
+            future, self._early = self._early, None
+            if not future.cancel():
+                future.add_done_callback(early.close_result)
         with self._cond:
             for slot in self._slots:
                 slot.conn.close()
@@ -267,3 +307,15 @@ class NodePool:
     def close(self) -> None:
         for conn in self._nodes.values():
             conn.close()
+
+
+def early_login(
+    node: str, address: str, options: ConnectOptions, port: int, opened: early.Opened
+) -> fabric.Connection | None:
+    """Log in on an early TCP connection when Fabric resolves the node to that very
+    host and port; else close it and return None (the node connects as usual)."""
+    login = NodeConnection(node, address, options, adopt=False)
+    if (login.target.hostname, login.target.port) != (address, port):
+        opened.close()
+        return None
+    return login._connect(opened)

@@ -1,0 +1,83 @@
+"""Early logins on the lab, counted in the nodes' sshd logs: one login per node for
+a run and for audit (its node read and its playbook share it), and a playbook
+refused before the run closes them having reached no container."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.lab
+
+PLAYBOOK = """\
+- name: hello
+  hosts: all
+  tasks:
+    - name: say where
+      command: "echo {{ greeting }} from {{ inventory_hostname }}"
+      changed_when: false
+"""
+
+
+@pytest.fixture(scope="module")
+def info(lab):
+    return lab.up(nodes=2, containers=2)
+
+
+@pytest.fixture
+def files(info, tmp_path: Path) -> dict:
+    lab_doc = yaml.safe_load(Path(info.inventory).read_text())
+    doc = {k: v for k, v in lab_doc.items() if k in ("defaults", "vars", "nodes")}
+    for node in doc["nodes"].values():  # the two base containers of each node
+        node["containers"] = {k: v for k, v in node["containers"].items() if k in (200, 201)}
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text(yaml.safe_dump(doc))
+    playbook = tmp_path / "hello.yml"
+    playbook.write_text(PLAYBOOK)
+    return {"inventory": str(inventory), "playbook": str(playbook)}
+
+
+def sshd_log(info, name: str) -> str:
+    return (Path(info.state_dir) / name / "sshd.log").read_text(errors="replace")
+
+
+def counted(info, *args: str) -> tuple[subprocess.CompletedProcess, dict, dict]:
+    """Run the CLI; the logins and the commands (sessions) each node's sshd saw."""
+    before = {n: sshd_log(info, n) for n in ("node1", "node2")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pctfleet", *args], capture_output=True, text=True, timeout=300
+    )
+    new = {n: sshd_log(info, n)[len(text) :] for n, text in before.items()}
+    logins = {n: text.count("Accepted publickey") for n, text in new.items()}
+    sessions = {n: text.count("Starting session") for n, text in new.items()}
+    return done, logins, sessions
+
+
+def test_run_logs_in_once_per_node(info, files):
+    done, logins, sessions = counted(
+        info, "run", files["playbook"], "-i", files["inventory"], "-e", "greeting=hi", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert logins == {"node1": 1, "node2": 1}
+    assert all(count >= 2 for count in sessions.values())
+
+
+def test_audit_reads_the_nodes_and_runs_the_playbook_on_one_login_per_node(info, files):
+    done, logins, _ = counted(
+        info, "audit", "-p", files["playbook"], "-i", files["inventory"], "-e", "greeting=hi"
+    )
+    assert done.returncode in (0, 2), done.stderr  # clean, or drift of the lab's own making
+    assert logins == {"node1": 1, "node2": 1}
+
+
+def test_a_refused_playbook_reaches_no_container(info, files):
+    """Undefined variable: exit 4 as always; the early logins close, no command ran."""
+    done, logins, sessions = counted(info, "run", files["playbook"], "-i", files["inventory"])
+    assert done.returncode == 4, done.stderr
+    assert "greeting" in done.stderr and "Traceback" not in done.stderr
+    assert sessions == {"node1": 0, "node2": 0}
+    assert all(count <= 1 for count in logins.values())
