@@ -118,3 +118,33 @@ def test_write_page_is_atomic(tmp_path):
     write_page(str(out), "new")
     assert out.read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+
+
+def test_a_journal_time_that_is_not_a_number_shows_as_unknown(tmp_path):
+    path = tmp_path / "20261202T101010-bad.jsonl"
+    records = [
+        {"t": "yesterday", "run": "20261202T101010-bad", "kind": "start", "command": "run"},
+        {"t": "yesterday", "kind": "container", "container": "pve1/200", "status": "ok"},
+        {"t": 1e300, "kind": "container", "container": "pve1/201", "status": "ok"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    inputs = fleet()
+    inputs.journals = [path]
+    inputs.runs = [{"id": "20261202T101010-bad", "command": "run", "started": "yesterday"}]
+    report = build(inputs, MATRIX)
+    text = markdown.render(report)
+    assert "1. ? 20261202T101010-bad run: ok" in text
+    dom = browser.Dom(html.render(report))
+    assert "? " in "".join(dom.text) and "yesterday" not in "".join(dom.text)
+
+
+def test_drift_items_show_their_fix_escaped(tmp_path):
+    inputs = fleet()
+    inputs.audits[2]["drift"][0]["fix"] = f"add to /etc/pve/lxc/202.conf: {EVIL} | `x`"
+    report = build(inputs, MATRIX)
+    markup = html.render(report)
+    assert "<script" not in markup
+    assert f"add to /etc/pve/lxc/202.conf: {EVIL} | `x`" in "".join(browser.Dom(markup).text)
+    text = markdown.render(report)
+    assert "| kind | what | expected | actual | fix |" in text
+    assert "\\<script\\>alert(1)\\</script\\> {{ x }} \\[bold\\] \\| \\`x\\` |" in text

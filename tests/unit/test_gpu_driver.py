@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,98 @@ def test_known_errors_name_the_driver_rules():
     assert nvml.rule == "driver-match"
     (old,) = scan("CUDA driver version is insufficient for CUDA runtime version")
     assert old.rule == "driver"
+
+
+def four_gpus() -> str:
+    """The H200 read with GPUs 1-3 added (minors 1-3, as the kernel numbers them)."""
+    more = "".join(f"/dev/nvidia{i} character special file c3:{i} 666\n" for i in (1, 2, 3))
+    listed = "".join(f"GPU {i}: NVIDIA H200 (UUID: GPU-{i})\n" for i in (1, 2, 3))
+    text = node_text().replace("/dev/nvidiactl ", more + "/dev/nvidiactl ", 1)
+    return text.replace(f"{d.SECTION} smi-query", listed + f"{d.SECTION} smi-query", 1)
+
+
+@pytest.mark.parametrize("zero", [0, "0", [0]])
+def test_gpus_zero_is_gpu_index_zero(zero):
+    rule = judge(config=(("cores", "2"),), variables={"gpus": zero})["gpu-devices"]
+    assert rule.ok is False and "/dev/nvidia0" in rule.evidence
+
+
+@pytest.mark.parametrize("off", [False, "none", "false", [], ""])
+def test_gpus_none_false_or_empty_means_no_gpu_rules(off):
+    assert judge(variables={"gpus": off}) == {}
+
+
+def test_unset_gpus_expects_the_gpus_the_config_passes():
+    node = d.parse_node(four_gpus())
+    assert [g.index for g in node.gpus] == [0, 1, 2, 3]
+    one = (("dev0", "/dev/nvidia2"), ("dev1", "/dev/nvidiactl"), ("dev2", "/dev/nvidia-uvm"))
+    rule = judge(config=one, node_text_=four_gpus())["gpu-devices"]
+    assert rule.ok is True
+    assert rule.evidence == "passed: /dev/nvidia2, /dev/nvidiactl, /dev/nvidia-uvm"
+    # A GPU named only by its cgroup minor is expected as a device node too.
+    minor = (*RAW, ("lxc.cgroup2.devices.allow", "c 195:3 rwm"))
+    rule = judge(config=minor, node_text_=four_gpus())["gpu-devices"]
+    assert rule.ok is False and rule.evidence == "not passed: /dev/nvidia3"
+    # No GPU named (only nvidiactl): every GPU of the node; `all` too.
+    ctl = (("dev0", "/dev/nvidiactl"), ("dev1", "/dev/nvidia-uvm"))
+    rule = judge(config=ctl, node_text_=four_gpus())["gpu-devices"]
+    assert rule.evidence == "not passed: /dev/nvidia0, /dev/nvidia1, /dev/nvidia2, /dev/nvidia3"
+    rule = judge(config=one, node_text_=four_gpus(), variables={"gpus": "all"})["gpu-devices"]
+    assert rule.evidence == "not passed: /dev/nvidia0, /dev/nvidia1, /dev/nvidia3"
+
+
+def test_cgroup_allow_for_one_minor_is_not_the_whole_major():
+    gpu0_only = (("lxc.cgroup2.devices.allow", "c 195:0 rwm"), *RAW[1:])
+    rule = judge(config=gpu0_only)["gpu-devices"]
+    assert rule.ok is False
+    assert rule.evidence == "no lxc.cgroup2.devices.allow for /dev/nvidiactl (major 195, minor 255)"
+    assert "lxc.cgroup2.devices.allow: c 195:255 rwm" in rule.fix
+    # nvidia-uvm's major is the node's (238 on the H200), not 195.
+    exact = (("lxc.cgroup2.devices.allow", "c 195:0 rwm"), ("lxc.cgroup2.devices.allow",
+             "c 195:255 rwm"), ("lxc.cgroup2.devices.allow", "c 238:0 rwm"), *RAW[2:])  # fmt: skip
+    assert judge(config=exact)["gpu-devices"].ok is True
+    no_uvm = judge(config=exact[:2] + RAW[2:])["gpu-devices"]
+    assert "major 238" in no_uvm.evidence and "c 238:* rwm" in no_uvm.fix
+
+
+def test_modinfo_runs_with_sbin_on_the_path():
+    # Debian keeps modinfo in /sbin (/usr/sbin): off a non-root SSH user's PATH.
+    assert 'PATH="$PATH:/usr/sbin:/sbin" modinfo -F version nvidia' in d.NODE_READ
+    assert d.NODE_READ.count("PATH=") == 1  # for that command only
+
+
+SINGLE = "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+
+
+def test_single_file_bind_mount_reads_the_version_inside():
+    raw = {f"gpulib.{SINGLE}": SINGLE, "gpu_mounts": SINGLE, f"gpulibver.{SINGLE}":
+           f"Version {V}. Copyright"}  # fmt: skip
+    space = d.userspace(raw)
+    assert space.version == V and space.mounted == [SINGLE]
+    rule = judge(space=d.Userspace(**{**space.__dict__, "devices": OPEN}))["driver-match"]
+    assert rule.ok is True and f"libcuda {V}" in rule.evidence
+    old = d.userspace({**raw, f"gpulibver.{SINGLE}": "Version 570.86.15. Copyright"})
+    assert judge(space=d.Userspace(**{**old.__dict__, "devices": OPEN}))["driver-match"].ok is False
+
+
+def test_single_file_bind_mount_without_a_readable_version_is_the_nodes():
+    space = d.userspace({f"gpulib.{SINGLE}": SINGLE, "gpu_mounts": SINGLE})
+    rule = judge(space=d.Userspace(**{**space.__dict__, "devices": OPEN}))["driver-match"]
+    assert rule.ok is True and f"{SINGLE}, bind-mounted from pve1" in rule.evidence
+
+
+def test_library_version_patterns_pick_the_libraries_own(tmp_path):
+    """libcuda holds a table of older drivers before its banner; NVML only its own."""
+    script = (Path(d.__file__).parent.parent / "sh" / "gpu_userspace.sh").read_text()
+    cuda_re, nvml_re = re.findall(r"gl_re='([^']*)'", script)
+    lib = tmp_path / "libcuda.so.1"
+    lib.write_bytes(b"\x7fELF\x00565.40\x00570.86.09\x00Version 580.159.04. Copyright (C) 2026")
+    nvml = tmp_path / "libnvidia-ml.so.1"
+    nvml.write_bytes(b"\x7fELF\x00\x00Y\x00\x00\x00580.159.04\x00/sys/module/%s/initstate\x00")
+
+    def grep(pattern: str, path: Path) -> str:
+        return subprocess.run(["grep", "-a", "-o", "-m1", "-E", pattern, str(path)],
+                              capture_output=True, text=True).stdout.splitlines()[0]  # fmt: skip
+
+    assert d.READ_VERSION.search(grep(cuda_re, lib)).group(0) == V
+    assert grep(nvml_re, nvml) == V

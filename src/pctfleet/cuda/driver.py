@@ -7,11 +7,12 @@ sh/gpu_userspace.sh, inside the probe audit and doctor already make. Every
 parser here takes the real tools' output (tests/unit/nvidia_fixtures/h200/)
 and never raises: what cannot be read stays None.
 
-A container needs a GPU when its inventory vars set `gpus` (an index, a list of
-indices, or `all`) or its CT config passes an NVIDIA device (a `devN:
-/dev/nvidia*` entry, an `lxc.mount.entry` or `lxc.cgroup2.devices.allow` line
-for one, or the LXC nvidia hook). Any other container is left alone, on a node
-with or without a driver.
+A container needs a GPU when its inventory vars set `gpus` (an index, 0
+included, a list of indices, or `all`) or, with `gpus` unset, its CT config
+passes an NVIDIA device (a `devN: /dev/nvidia*` entry, an `lxc.mount.entry` or
+`lxc.cgroup2.devices.allow` line for one, or the LXC nvidia hook). `gpus:
+false`, `none` or `[]` says it needs none, whatever its CT config passes. Any
+other container is left alone, on a node with or without a driver.
 """
 
 from __future__ import annotations
@@ -32,14 +33,18 @@ NODE_READ = (
     "if [ -r $v ] && command -v nvidia-smi >/dev/null 2>&1; then "
     "g smi-L; t nvidia-smi -L 2>&1; "
     f"g smi-query; t nvidia-smi --query-gpu={QUERY} --format=csv 2>&1; "
-    "elif [ ! -r $v ]; then g modinfo; modinfo -F version nvidia; fi; g end"
+    # modinfo lives in /sbin or /usr/sbin, off a non-root user's PATH on Debian.
+    'elif [ ! -r $v ]; then g modinfo; PATH="$PATH:/usr/sbin:/sbin" modinfo -F version nvidia; '
+    "fi; g end"
 )
 VERSION = re.compile(r"(?<![\w.])(\d+\.\d+(?:\.\d+)*)(?![\w.])")
 LIB_VERSION = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)*)$")
+READ_VERSION = re.compile(r"\d+\.\d+\.\d+")  # in the strings of a library file
 NVIDIA_DEV = re.compile(r"/dev/nvidia[\w/-]*")
 DEV_KEY = re.compile(r"dev\d+")
 ALLOW_KEY = re.compile(r"lxc\.cgroup2?\.devices\.allow")
 NVIDIA_MAJOR = 195  # nvidia0..N and nvidiactl; nvidia-uvm's major is dynamic
+CTL_MINOR = 255
 
 # The oldest driver each CUDA major runs on (NVIDIA's minor version compatibility
 # table: 13.x >= 580, 12.x >= 525.60.13, 11.x >= 450.80.02).
@@ -73,11 +78,15 @@ class NodeGpu:
 
     def majors(self) -> dict[str, int]:
         """Device path -> major number, as the node's kernel numbers them."""
+        return {path: major for path, (major, _) in self.numbers().items()}
+
+    def numbers(self) -> dict[str, tuple[int, int]]:
+        """Device path -> (major, minor), as the node's kernel numbers them."""
         found = {}
         for path, kind in self.devices.items():
-            major = kind.partition(" ")[2].partition(":")[0]
-            if major.isdigit():
-                found[path] = int(major)
+            major, _, minor = kind.partition(" ")[2].partition(":")
+            if major.isdigit() and minor.isdigit():
+                found[path] = (int(major), int(minor))
         return found
 
     def as_json(self) -> dict[str, Any]:
@@ -267,20 +276,20 @@ class Userspace:
     smi: dict[str, str] = field(default_factory=dict)
     devices: dict[str, str] = field(default_factory=dict)  # path -> open | denied
     mounted: list[str] = field(default_factory=list)  # library folders bind-mounted in
+    # Versions read inside a library whose file name carries none (a single file
+    # bind-mounted as libcuda.so.1): {"libcuda" | "libnvidia-ml": version}.
+    read: dict[str, str] = field(default_factory=dict)
 
     @property
     def version(self) -> str | None:
         """The userspace driver's version: libcuda's, else NVML's, else nvidia-smi's."""
-        return (
-            library_version(self.libcuda)
-            or library_version(self.nvml)
-            or self.smi.get("nvidia-smi")
-        )
+        found = self.versions()
+        return found.get("libcuda") or found.get("libnvidia-ml") or found.get("nvidia-smi")
 
     def versions(self) -> dict[str, str]:
         found = {
-            "libcuda": library_version(self.libcuda),
-            "libnvidia-ml": library_version(self.nvml),
+            "libcuda": library_version(self.libcuda) or self.read.get("libcuda"),
+            "libnvidia-ml": library_version(self.nvml) or self.read.get("libnvidia-ml"),
         }
         found["nvidia-smi"] = self.smi.get("nvidia-smi")
         return {k: v for k, v in found.items() if v}
@@ -293,8 +302,11 @@ def userspace(raw: dict[str, str]) -> Userspace:
     found = Userspace(smi=parse_smi_version(raw.get("gpu_smi", "")))
     for attr, soname in (("libcuda", "libcuda.so.1"), ("nvml", "libnvidia-ml.so.1")):
         paths = cache.get(soname, []) + [p for p in real if p.endswith("/" + soname)]
-        chosen = next((real[p] for p in paths if p in real), None)
-        setattr(found, attr, chosen)
+        chosen = next((p for p in paths if p in real), None)
+        setattr(found, attr, real.get(chosen or ""))
+        hit = READ_VERSION.search(raw.get(f"gpulibver.{chosen}", ""))
+        if hit:
+            found.read[soname.partition(".")[0]] = hit.group(0)
     found.devices = {
         k.removeprefix("gpudev."): v for k, v in raw.items() if k.startswith("gpudev.")
     }
@@ -311,16 +323,30 @@ def userspace(raw: dict[str, str]) -> Userspace:
 
 @dataclass
 class Passthrough:
-    """What a CT config passes: device paths, cgroup majors allowed, the nvidia hook."""
+    """What a CT config passes: device paths, cgroup allows, the nvidia hook."""
 
     devices: dict[str, str] = field(default_factory=dict)  # path -> the key that passes it
-    allowed: set[int | str] = field(default_factory=set)  # majors, "*" for all char devices
+    # (major, minor) char devices allowed, as written: "*" stands for any.
+    allowed: set[tuple[str, str]] = field(default_factory=set)
     hook: bool = False
     lines: list[str] = field(default_factory=list)
 
     @property
     def any(self) -> bool:
-        return bool(self.devices or self.hook or NVIDIA_MAJOR in self.allowed)
+        nvidia = any(major == str(NVIDIA_MAJOR) for major, _ in self.allowed)
+        return bool(self.devices or self.hook or nvidia)
+
+    def allows(self, major: int, minor: int) -> bool:
+        return any(m in ("*", str(major)) and n in ("*", str(minor)) for m, n in self.allowed)
+
+    def gpu_indices(self) -> list[int]:
+        """The GPUs this config names: /dev/nvidiaN entries and cgroup minors of major 195."""
+        found = {int(p[11:]) for p in self.devices if p[11:].isdigit()}
+        found |= {
+            int(n) for m, n in self.allowed
+            if m == str(NVIDIA_MAJOR) and n.isdigit() and int(n) != CTL_MINOR
+        }  # fmt: skip
+        return sorted(found)
 
     @property
     def style(self) -> str:
@@ -351,10 +377,10 @@ def passthrough(config: tuple[tuple[str, str], ...]) -> Passthrough:
 def _allowed(found: Passthrough, value: str, line: str) -> None:
     words = value.split()
     if words and words[0] == "a":
-        found.allowed.add("*")
+        found.allowed.add(("*", "*"))
     elif len(words) >= 2 and words[0] == "c":
-        major = words[1].partition(":")[0]
-        found.allowed.add(int(major) if major.isdigit() else "*")
+        major, _, minor = words[1].partition(":")
+        found.allowed.add((major, minor or "*"))
         if major in ("*", str(NVIDIA_MAJOR)):
             found.lines.append(line)
 
@@ -370,9 +396,16 @@ def assigned_gpus(value: Any) -> list[int] | None:  # noqa: ANN401 - an inventor
 def needs_gpu(config: tuple[tuple[str, str], ...] | None, variables: dict[str, Any]) -> bool:
     """A GPU container: `gpus` set in the inventory, or NVIDIA passthrough in its CT config."""
     wanted = variables.get("gpus")
-    if wanted not in (None, False, "", [], 0, "0", "none"):
+    if wanted is None:
+        return passthrough(config or ()).any
+    return not no_gpus(wanted)
+
+
+def no_gpus(value: Any) -> bool:  # noqa: ANN401 - an inventory var
+    """`gpus: false`, `none` or `[]` (0 is GPU index 0, not false: compared with `is`)."""
+    if value is False or (isinstance(value, list) and not value):
         return True
-    return passthrough(config or ()).any
+    return isinstance(value, str) and value.strip().lower() in ("", "none", "false", "no")
 
 
 def min_driver(cuda: str | None) -> str | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pctfleet.cuda.driver import (
+    CTL_MINOR,
     NVIDIA_MAJOR,
     NodeGpu,
     Passthrough,
@@ -95,9 +96,16 @@ def nvidia_uvm(host: HostSide, node: NodeGpu) -> RuleResult:
     return RuleResult(rule, False, f"{host.node} has no {UVM} (CUDA cannot start)", fix)
 
 
-def needed(node: NodeGpu, gpus: Any) -> list[str]:  # noqa: ANN401 - the `gpus` var
-    """The device nodes a GPU container needs: its GPUs, nvidiactl, nvidia-uvm."""
+def needed(node: NodeGpu, gpus: Any, passed: Passthrough) -> list[str]:  # noqa: ANN401
+    """The device nodes a GPU container needs: its GPUs, nvidiactl, nvidia-uvm.
+
+    Its GPUs: those `gpus` assigns; with `gpus` unset, those its CT config already
+    passes (one GPU per container is the usual setup); all of the node's for
+    `gpus: all`, the nvidia hook, or a config that names no GPU.
+    """
     indices = assigned_gpus(gpus)
+    if indices is None and gpus is None and not passed.hook:
+        indices = passed.gpu_indices() or None
     if indices is None:
         indices = [g.index for g in node.gpus] or sorted(
             int(p.removeprefix("/dev/nvidia")) for p in node.devices if p[11:].isdigit()
@@ -108,37 +116,59 @@ def needed(node: NodeGpu, gpus: Any) -> list[str]:  # noqa: ANN401 - the `gpus` 
 def devices_passed(host: HostSide, node: NodeGpu, passed: Passthrough, gpus: Any) -> RuleResult:  # noqa: ANN401
     """The CT config passes every device node the container needs (and the cgroup allows it)."""
     rule = "gpu-devices"
-    want = needed(node, gpus)
+    want = needed(node, gpus, passed)
     if passed.hook:
         return RuleResult(rule, True, f"the LXC nvidia hook passes the GPUs ({passed.lines[-1]})")
     missing = [d for d in want if d not in passed.devices]
-    majors = node.majors()
-    lxc_paths = [d for d in want if passed.devices.get(d) == "lxc.mount.entry"]
-    unallowed = (
-        sorted(
-            {majors.get(d, NVIDIA_MAJOR) for d in lxc_paths}
-            - {m for m in passed.allowed if m != "*"}
-        )
-        if "*" not in passed.allowed
-        else []
-    )
-    if not missing and not unallowed:
+    mounted = [d for d in want if passed.devices.get(d) == "lxc.mount.entry"]
+    blocked = _blocked(node, passed, mounted)
+    if not missing and not blocked:
         return RuleResult(rule, True, "passed: " + ", ".join(want))
     problems = [f"not passed: {', '.join(missing)}"] if missing else []
-    problems += [f"no lxc.cgroup2.devices.allow for major {m}" for m in unallowed]
-    return RuleResult(
-        rule, False, "; ".join(problems), _devices_fix(host, passed, missing, unallowed)
-    )
+    problems += [
+        f"no lxc.cgroup2.devices.allow for {d} (major {m}, minor {n})" for d, (m, n) in blocked
+    ]
+    fix = _devices_fix(host, passed, missing, blocked)
+    return RuleResult(rule, False, "; ".join(problems), fix)
 
 
-def _devices_fix(host: HostSide, passed: Passthrough, missing: list[str], majors: list[int]) -> str:
+def _blocked(
+    node: NodeGpu, passed: Passthrough, paths: list[str]
+) -> list[tuple[str, tuple[int, int]]]:
+    """The mounted device nodes whose major:minor no cgroup allow line covers."""
+    numbers = node.numbers()
+    found = []
+    for path in paths:
+        number = numbers.get(path) or _usual_number(path)
+        if number and not passed.allows(*number):
+            found.append((path, number))
+    return found
+
+
+def _usual_number(path: str) -> tuple[int, int] | None:
+    # A device the node lacks: nvidiaN and nvidiactl have fixed numbers, nvidia-uvm's
+    # major is dynamic (its absence is the nvidia-uvm rule's finding).
+    if path == CTL:
+        return NVIDIA_MAJOR, CTL_MINOR
+    return (NVIDIA_MAJOR, int(path[11:])) if path[11:].isdigit() else None
+
+
+def _devices_fix(
+    host: HostSide,
+    passed: Passthrough,
+    missing: list[str],
+    blocked: list[tuple[str, tuple[int, int]]],
+) -> str:
     if passed.style == "lxc":
         lines = [f"lxc.mount.entry: {d} {d[1:]} none bind,optional,create=file" for d in missing]
     else:
         used = {int(k[3:]) for k, _ in host.config or () if k[3:].isdigit() and k.startswith("dev")}
         free = (n for n in range(256) if n not in used)
         lines = [f"dev{next(free)}: {d}" for d in missing]
-    lines += [f"lxc.cgroup2.devices.allow: c {m}:* rwm" for m in majors]
+    # A major the config allows nothing of gets the usual `M:*`; one partly allowed, its minors.
+    partly = {int(m) for m, _ in passed.allowed if m.isdigit()}
+    said = [f"{m}:{n}" if m in partly else f"{m}:*" for _, (m, n) in blocked]
+    lines += [f"lxc.cgroup2.devices.allow: c {x} rwm" for x in dict.fromkeys(said)]
     return f"add to {host.conf()}: {'; '.join(lines)}; then pct reboot {host.ctid}"
 
 
@@ -151,7 +181,7 @@ def devices_open(
 ) -> RuleResult:
     """Inside the container, every device node the config passes can be opened."""
     rule = "gpu-devices-open"
-    want = [d for d in needed(node, gpus) if d in passed.devices or passed.hook]
+    want = [d for d in needed(node, gpus, passed) if d in passed.devices or passed.hook]
     if not space.devices and not want:
         return RuleResult(rule, None, "no NVIDIA device passed")
     bad = [
@@ -175,6 +205,11 @@ def driver_match(host: HostSide, node: NodeGpu, space: Userspace) -> RuleResult:
         f"install the {node.module} userspace driver in the container "
         f"(NVIDIA-Linux-x86_64-{node.module}.run --no-kernel-module), or bind-mount {host.node}'s"
     )
+    if not have and space.mounted:
+        # A library bind-mounted from the node is the node's own file, even when
+        # neither its name nor its strings tell the version.
+        said = f"container loads {', '.join(space.mounted)}, bind-mounted from {host.node}"
+        return RuleResult(rule, True, f"{said} (the node's own files; {node.module})")
     if not have:
         return RuleResult(rule, False, "no libcuda.so.<version> in the container", fix)
     wrong = {k: v for k, v in have.items() if v != node.module}

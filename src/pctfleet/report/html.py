@@ -160,7 +160,7 @@ def _containers(views: list[ContainerView]) -> list[str]:
     return out
 
 
-DRIFT = ("kind", "what", "expected", "actual")
+DRIFT = ("kind", "what", "expected", "actual", "fix")
 CHECK = ("id", "outcome", "message")
 RUN_COLUMNS = ("id", "kind", "command", "playbook", "containers", "state", "exit_code")
 

@@ -78,7 +78,7 @@ def _containers(views: list[ContainerView]) -> list[str]:
         )
         out += [f"\n{esc(view.message)}"] if view.message else []
         out.append("")
-        keys = ("kind", "what", "expected", "actual")
+        keys = ("kind", "what", "expected", "actual", "fix")
         if view.drift:
             out += _table(keys, ([esc(d[k]) for k in keys] for d in view.drift))
         if view.checks:

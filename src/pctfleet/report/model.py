@@ -69,8 +69,14 @@ HEALTH = {"passed": Status.CLEAN, "failed": Status.DRIFT}
 FLEET = {"unmanaged": Status.DRIFT, "missing": Status.DRIFT}
 
 
-def when(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "?"
+def when(t: Any) -> str:  # noqa: ANN401 - a journal's or the run index's value, unchecked
+    """A time as local date and time; "?" for none, text or a number out of range."""
+    if isinstance(t, bool) or not isinstance(t, int | float) or not t:
+        return "?"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 def text(value: Any) -> str:
@@ -85,7 +91,7 @@ def container_views(audits: list[dict], columns: list[str], majority: dict) -> l
         read = any(versions.values())
         outliers = [c for c in columns if read and versions[c] != majority.get(c, "")]
         drift = [
-            {k: text(item.get(k)) for k in ("kind", "what", "expected", "actual")}
+            {k: text(item.get(k)) for k in ("kind", "what", "expected", "actual", "fix")}
             for item in audit.get("drift") or []
         ]
         name = text(audit.get("container"))

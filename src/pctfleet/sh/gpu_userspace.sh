@@ -9,7 +9,17 @@ for gl_p in $(ldconfig -p 2>/dev/null | sed -En 's/^[[:space:]]*(libcuda|libnvid
   /usr/lib/aarch64-linux-gnu/libcuda.so.1 /usr/lib/aarch64-linux-gnu/libnvidia-ml.so.1 \
   /usr/lib64/libcuda.so.1 /usr/lib64/libnvidia-ml.so.1 /usr/lib/libcuda.so.1 /usr/lib/libnvidia-ml.so.1 \
   /usr/local/nvidia/lib64/libcuda.so.1 /usr/local/nvidia/lib64/libnvidia-ml.so.1; do
-  [ -e "$gl_p" ] && pf_kv "gpulib.$gl_p" "$(readlink -f "$gl_p")"
+  [ -e "$gl_p" ] || continue
+  gl_r=$(readlink -f "$gl_p")
+  pf_kv "gpulib.$gl_p" "$gl_r"
+  # A library bind-mounted as a single file keeps the name *.so.1: read its version
+  # inside it. libcuda also holds older drivers' versions; its banner names its own.
+  case "$gl_r" in
+    *libcuda.so.1) gl_re='Version [0-9]+\.[0-9]+(\.[0-9]+)?\. Copyright' ;;
+    *libnvidia-ml.so.1) gl_re='[0-9]{3}\.[0-9]{2,3}\.[0-9]{2}' ;;
+    *) continue ;;
+  esac
+  pf_kv "gpulibver.$gl_p" "$(grep -a -o -m1 -E "$gl_re" "$gl_r" 2>/dev/null | head -n 1)"
 done
 # Mount points that hold driver libraries: bind-mounted from the node, they are the node's.
 pf_kv gpu_mounts "$(awk '{print $5}' /proc/self/mountinfo 2>/dev/null | grep -E 'nvidia|lib' | head -n 50)"
