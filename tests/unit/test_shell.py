@@ -175,3 +175,14 @@ def test_encoded_fields_read_back_exactly() -> None:
 
     fields = {"spec": "a\nb=c", "empty": "", "pid": "42"}
     assert decode_fields(encode_fields(fields)) == fields
+
+
+def test_a_made_snippet_is_reused_only_for_the_same_typed_values() -> None:
+    from pctfleet.sh import snippet
+
+    first = snippet("file_b64", FILE="/etc/x", TAIL_LINES=1)
+    assert snippet("file_b64", FILE="/etc/x", TAIL_LINES=1) is first  # made once
+    assert "TAIL_LINES=True" in snippet("file_b64", FILE="/etc/x", TAIL_LINES=True)  # 1 == True
+    assert "FILE=/etc/y" in snippet("file_b64", FILE="/etc/y", TAIL_LINES=1)
+    listed = snippet("file_b64", FILE=["/etc/x"], TAIL_LINES=1)  # not a scalar: made each time
+    assert listed is not snippet("file_b64", FILE=["/etc/x"], TAIL_LINES=1)

@@ -21,6 +21,8 @@ OMIT = f"__omit_place_holder__{secrets.token_hex(20)}"
 
 def drop_omitted(value: Any) -> Any:
     """`value` without any mapping entry or list item whose value is `omit`."""
+    if type(value) in (str, int, float, bool) or value is None:  # no ABC check for scalars
+        return value
     if isinstance(value, Mapping):
         return {k: drop_omitted(v) for k, v in value.items() if v != OMIT}
     if isinstance(value, list):

@@ -346,6 +346,8 @@ def _render_fresh(text: str, variables: LazyVars, env: jinja2.Environment) -> An
 def _render_value(value: Any, variables: LazyVars, env: jinja2.Environment) -> Any:
     if isinstance(value, str):
         return _render_string(value, variables, env)
+    if type(value) in _PLAIN:  # a number or a flag: nothing to render, no ABC check
+        return value
     if isinstance(value, Mapping):
         return {k: _render_value(v, variables, env) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -549,8 +551,14 @@ class Public(list):
     for every task of every container, does not walk it (it grows with the fleet)."""
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # exact types: subclasses walk
+
+
 def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
     """Everything inside `value` that is neither a mapping nor a list, 50 levels deep at most."""
+    if type(value) in _PLAIN:  # most values: no walk, no ABC check
+        yield value
+        return
     if depth > 50 or isinstance(value, Public):
         return
     if isinstance(value, Mapping):

@@ -424,7 +424,7 @@ class ContainerEngine:
         # A task's arguments rendered for the probe are rendered again when the task runs;
         # while no variable has been rebound since (same objects under the same names),
         # the result is the same: reuse it.
-        seen = tuple((name, id(value)) for name, value in scope.items())
+        seen = (tuple(scope), tuple(map(id, scope.values())))
         kept = self.prepared.get(id(task))
         if kept is not None and kept[0] == seen:
             return kept[2]

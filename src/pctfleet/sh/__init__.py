@@ -77,10 +77,31 @@ def assignments(name: str, values: dict[str, object]) -> str:
     return "".join(f"{key}={q(values[key])}\n" for key in wanted)
 
 
+_SCALARS = (str, int, float, bool)
+_MADE: dict[tuple, str] = {}  # the same snippet with the same values, for every container
+_MADE_AT_MOST = 4096
+
+
+def _made_key(name: str, argv: list[object] | None, values: dict[str, object]) -> tuple | None:
+    """A key for plain scalar inputs, typed (1 and True quote differently); else None."""
+    items = [*(argv or ()), *values.values()]
+    if not all(type(item) in _SCALARS for item in items):
+        return None
+    typed = tuple((type(item), item) for item in items)
+    return name, argv is not None, tuple(values), typed
+
+
 def snippet(name: str, argv: list[object] | None = None, **values: object) -> str:
     """The runnable text of `name.sh`: its library functions, its inputs, its body.
 
     `argv`, when given, becomes the snippet's "$@" (a list input keeps its words).
     """
+    key = _made_key(name, argv, values)
+    made = _MADE.get(key) if key is not None else None
+    if made is not None:
+        return made
     words = "set --" + "".join(f" {q(item)}" for item in argv) + "\n" if argv is not None else ""
-    return library(source(name).uses) + assignments(name, values) + words + source(name).body
+    made = library(source(name).uses) + assignments(name, values) + words + source(name).body
+    if key is not None and len(_MADE) < _MADE_AT_MOST:
+        _MADE[key] = made
+    return made
