@@ -57,6 +57,24 @@ def test_without_forks_every_node_runs_up_to_its_limit():
     assert tracker.peak_all == 40
 
 
+@pytest.mark.parametrize(
+    ("layout", "longer"), [({"a": 6}, False), (dict.fromkeys("abcd", 10), True)]
+)
+def test_many_workers_run_with_longer_gil_slices_and_the_default_comes_back(layout, longer):
+    import sys
+
+    seen = []
+    default = sys.getswitchinterval()
+    schedule(
+        fake_containers(layout), lambda c: seen.append(sys.getswitchinterval()), None, None,
+        threading.Event(),
+    )  # fmt: skip
+    assert len(seen) == sum(layout.values())
+    wanted = max(default, 0.05) if longer else default
+    assert seen == pytest.approx([wanted] * len(seen))  # CPython keeps it in microseconds
+    assert sys.getswitchinterval() == default
+
+
 def test_worker_threads_are_bounded_for_a_large_fleet():
     containers = fake_containers({f"n{i}": 20 for i in range(500)})
     assert worker_count(containers, None, lambda c: 10) == MAX_WORKERS
