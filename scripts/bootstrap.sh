@@ -24,4 +24,8 @@ fi
 # Wheels are cached outside the repo so a fresh clone installs quickly.
 export PIP_CACHE_DIR=${PIP_CACHE_DIR:-/var/cache/pctfleet/pip-controller}
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# Bytecode now, once, as a wheel install would: an editable install in a shell
+# with PYTHONDONTWRITEBYTECODE set would otherwise compile every module at every
+# start of the CLI.
+.venv/bin/python -m compileall -q src >/dev/null
 echo "bootstrap: ready (.venv/bin/pctfleet)" >&2
