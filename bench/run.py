@@ -263,6 +263,7 @@ def startup_result(result: dict) -> dict:
     return {
         "import_s": result.get("import_s"),
         "first_connect_s": result.get("first_connect_s"),
+        "first_exec_s": result.get("first_exec_s"),
         "runs": result.get("runs"),
     }
 

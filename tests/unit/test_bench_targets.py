@@ -173,12 +173,14 @@ def test_run_reads_startup_py_by_its_contract_and_none_without_it(tmp_path, monk
     assert run.load_startup() is None
     (tmp_path / "startup.py").write_text(
         "def measure(inventory, playbook, runs):\n"
-        "    return {'import_s': 0.1, 'first_connect_s': 0.2, 'runs': runs, 'extra': 1}\n"
+        "    return {'import_s': 0.1, 'first_connect_s': 0.2, 'first_exec_s': 0.45,\n"
+        "            'runs': runs, 'extra': 1}\n"
     )
     module = run.load_startup()
     got = run.startup_result(module.measure("inv", "pb", 5))
-    assert got == {"import_s": 0.1, "first_connect_s": 0.2, "runs": 5}
-    assert verdict(document([], startup_probe=got), "CLI reaches")[1] == "met"
+    assert got == {"import_s": 0.1, "first_connect_s": 0.2, "first_exec_s": 0.45, "runs": 5}
+    measured, said = verdict(document([], startup_probe=got), "CLI reaches")
+    assert said == "met" and "first pct exec sent at 0.450 s" in measured
 
 
 def test_render_writes_the_page_and_the_headline_and_refuses_a_bad_file(tmp_path, capsys):
