@@ -1,3 +1,3 @@
-from pctfleet.cli.main import main
+from pctfleet.cli.main import console
 
-main()
+console()

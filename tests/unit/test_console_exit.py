@@ -1,0 +1,73 @@
+"""The console scripts end without interpreter teardown, and lose nothing by it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pctfleet import exitcodes
+
+
+def _console(script: str, *args: str) -> subprocess.CompletedProcess:
+    """Run `script`, then pctfleet's console entry point."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script) + ENTRY, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+ENTRY = "from pctfleet.cli.main import console\nconsole()\n"
+
+
+def test_stdout_to_a_pipe_arrives_whole():
+    # Piped stdout is block-buffered: without the flush before os._exit it is lost.
+    done = _console("", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.lstrip().startswith("Usage:")
+    assert "pctfleet lab up" in done.stdout  # the examples, printed last
+
+
+def test_atexit_handlers_and_threads_still_run(tmp_path: Path):
+    marker = tmp_path / "thread-finished"
+    done = _console(
+        f"""
+        import atexit, sys, threading, time
+        from pathlib import Path
+        import pctfleet.cli.main  # loaded first: the thread must outlive the command
+        atexit.register(lambda: print("atexit ran", file=sys.stderr))
+        def late():
+            time.sleep(0.5)
+            Path({str(marker)!r}).write_text("yes")
+        threading.Thread(target=late).start()
+        sys.argv = ["pctfleet", "lab", "--help"]
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert "atexit ran" in done.stderr
+    assert marker.read_text() == "yes"
+
+
+def test_the_exit_code_is_the_commands(tmp_path: Path):
+    done = _console("", "run", str(tmp_path / "missing.yml"), "--host", "127.0.0.1", "--ct", "1")
+    assert done.returncode == exitcodes.BAD_OPTIONS, (done.returncode, done.stderr)
+    assert "missing.yml" in done.stderr
+
+
+def test_output_that_cannot_be_written_is_not_success():
+    # Text still buffered when the reader has gone: Python's own exit code for it.
+    script = """
+    import os, sys
+    read, write = os.pipe()
+    os.close(read)
+    os.dup2(write, 1)
+    sys.stdout = open(1, "w", buffering=1 << 20, closefd=False)
+    sys.stdout.write("never read")
+    from pctfleet.cli.main import leave
+    leave(0)
+    """
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], timeout=60)
+    assert done.returncode == 120
