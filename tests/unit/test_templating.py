@@ -226,6 +226,25 @@ def test_syntax_problem():
     assert "syntax error" in syntax_problem("a ==", expression=True)
 
 
+def test_a_template_checked_at_load_is_not_compiled_again_to_render(monkeypatch):
+    from pctfleet.playbook import templating
+
+    compiled = []
+    real = templating._ENV.compile
+    monkeypatch.setattr(
+        templating._ENV, "compile", lambda *a, **k: compiled.append(a[0]) or real(*a, **k)
+    )
+    text, expr = "at {{ where_checked }} only once", "checked_once + 1"
+    assert syntax_problem(text) is None
+    assert syntax_problem(expr, expression=True) is None
+    assert len(compiled) == 2
+    assert render(text, {"where_checked": "load"}, where=WHERE) == "at load only once"
+    assert evaluate(expr, {"checked_once": 1}, where=WHERE) == 2
+    assert len(compiled) == 2
+    assert "syntax error" in syntax_problem("{{ where_checked")
+    assert "syntax error" in syntax_problem("{{ where_checked")  # an error is never cached
+
+
 # ---------------------------------------------------------------- template files
 
 

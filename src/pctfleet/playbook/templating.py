@@ -357,13 +357,14 @@ def _render_value(value: Any, variables: LazyVars, env: jinja2.Environment) -> A
 
 def syntax_problem(text: str, *, expression: bool = False) -> str | None:
     """Why `text` is not a valid template (or bare expression), else None.
-    Compiling also catches unknown filters and tests, before any run."""
+    Compiling also catches unknown filters and tests, before any run; it goes
+    through the render caches, so the run does not compile the text again."""
     try:
         if expression:
             inner = _single_expression(text)
-            _ENV.compile_expression(inner if inner is not None else text)
+            _expression(_ENV, inner if inner is not None else text)
         elif _is_template(text):
-            _ENV.compile(text)
+            _template(_ENV, text)
     except jinja2.TemplateSyntaxError as err:
         return f"template syntax error: {err.message}"
     except RecursionError:
