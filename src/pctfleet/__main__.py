@@ -1,3 +1,3 @@
-from pctfleet.cli.main import console
+from pctfleet.cli.entry import console
 
 console()

@@ -71,3 +71,18 @@ def test_output_that_cannot_be_written_is_not_success():
     """
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], timeout=60)
     assert done.returncode == 120
+
+
+def test_the_programs_keep_dataclass_methods_compiled_beside_the_bytecode():
+    from pctfleet.cli import methodcache
+
+    if not methodcache._hookable() or sys.version_info >= (3, 13):
+        return  # a Python that builds these methods otherwise: nothing to keep
+    path = methodcache.default_path()
+    path.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pctfleet", "--help"], capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert methodcache.MethodCache(path).codes, "the first start wrote nothing"
+    assert path.stat().st_mode & 0o077 == 0
