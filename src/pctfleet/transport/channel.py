@@ -7,13 +7,58 @@ prints 50 MB never needs 50 MB of memory on the controller.
 from __future__ import annotations
 
 import select
+import signal
 import threading
 import time
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import paramiko
+from paramiko.common import MSG_CHANNEL_REQUEST
 
 from pctfleet.transport.base import CHUNK, CommandTimeout, NodeUnreachable, Stdin, stdin_chunks
+
+
+class ExitSignal(NamedTuple):
+    """What sshd sent in `exit-signal` (RFC 4254 6.10): the command died by a signal."""
+
+    name: str  # without "SIG": TERM, KILL, SEGV
+    core_dumped: bool
+    message: str
+
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports it; 255 for a name we don't know."""
+        try:
+            return 128 + signal.Signals[f"SIG{self.name}"].value
+        except KeyError:
+            return 255
+
+    def describe(self) -> str:
+        text = f"killed by signal {self.name}" + (" (core dumped)" if self.core_dumped else "")
+        return f"{text}: {self.message}" if self.message else text
+
+
+_handle_request = paramiko.Transport._channel_handler_table[MSG_CHANNEL_REQUEST]
+
+
+def _note_exit_signal(channel: paramiko.Channel, m: paramiko.Message) -> None:
+    """paramiko drops `exit-signal`: keep it on the channel, then let paramiko read
+    the request as always (from where it started)."""
+    start = m.packet.tell()
+    try:
+        if m.get_text() == "exit-signal":
+            m.get_boolean()  # want-reply, always false
+            channel.exit_signal = ExitSignal(m.get_text(), m.get_boolean(), m.get_text())
+    finally:
+        m.packet.seek(start)
+    _handle_request(channel, m)
+
+
+def watch_exit_signals(transport: paramiko.Transport) -> None:
+    """Have this transport record `exit-signal` on its channels (once per transport)."""
+    if "_channel_handler_table" not in vars(transport):
+        table = dict(type(transport)._channel_handler_table)
+        table[MSG_CHANNEL_REQUEST] = _note_exit_signal
+        transport._channel_handler_table = table
 
 
 def _feed_stdin(channel: paramiko.Channel, stdin: Stdin) -> None:
@@ -49,6 +94,7 @@ def pump_channel(
 ) -> int:
     """Run `command` on an open session channel and return its exit status."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    watch_exit_signals(channel.get_transport())
     try:
         channel.exec_command(command)
         feeder = threading.Thread(target=_feed_stdin, args=(channel, stdin), daemon=True)
@@ -73,6 +119,11 @@ def pump_channel(
         raise NodeUnreachable(node, f"connection lost during a command: {exc}") from None
     finally:
         channel.close()
+    killed: ExitSignal | None = getattr(channel, "exit_signal", None)
+    if code == -1 and killed is not None:
+        # A failed command, not a lost node: say so where its own errors go.
+        stderr.write(f"{killed.describe()}\n".encode())
+        return killed.exit_code()
     if code == -1:
         raise NodeUnreachable(node, "connection closed before the command reported its exit")
     return code
