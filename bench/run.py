@@ -40,7 +40,7 @@ LATENCY_MS = 50  # each way, on every node
 VERIFY_CHECKS = "server_port_listens or server_health_200"
 CONVERGE_RUNS = 3
 PAIRS = 3  # back-to-back floor/pctfleet no-op pairs per round and size
-STARTUP_MODULE = HERE / "startup.py"  # measure(inventory, playbook, runs) -> dict
+STARTUP_MODULE = HERE / "startup.py"  # measure(inventory, playbook, runs, known_hosts=) -> dict
 
 
 @dataclass
@@ -228,7 +228,9 @@ class Bench:
             return
         try:
             self.startup_probe = startup_result(
-                module.measure(self.lab.inventory, PLAYBOOK, self.runs)
+                module.measure(
+                    self.lab.inventory, PLAYBOOK, self.runs, known_hosts=self.lab.info.known_hosts
+                )
             )
         except Exception as exc:  # noqa: BLE001 - a broken probe is reported, not fatal
             self.startup_probe = {"error": f"{type(exc).__name__}: {exc}"}

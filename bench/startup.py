@@ -1,6 +1,6 @@
 """How long the CLI takes from process start to its first SSH connect.
 
-    .venv/bin/python bench/startup.py INVENTORY [PLAYBOOK] [--runs N]
+    .venv/bin/python bench/startup.py INVENTORY [PLAYBOOK] [--runs N] [--known-hosts FILE]
 
 Each run starts a fresh interpreter that patches `socket.socket.connect` (in
 that process only, for measurement) to note CLOCK_MONOTONIC at the first
@@ -94,9 +94,21 @@ def _import_only() -> float:
     return time.monotonic() - start
 
 
-def measure(inventory: str | Path, playbook: str | Path = PLAYBOOK, runs: int = 5) -> dict:
-    """Medians over `runs` fresh processes: import of the CLI, and start to first connect."""
+def run_argv(inventory: str | Path, playbook: str | Path, known_hosts: str | Path | None) -> list:
+    """The CLI's arguments. Without the lab's known_hosts the login is refused (an
+    unknown host key) and no `pct exec` is ever sent: that series would be empty."""
     argv = ["run", "-i", str(inventory), str(playbook)]
+    return argv + (["--known-hosts", str(known_hosts)] if known_hosts else [])
+
+
+def measure(
+    inventory: str | Path,
+    playbook: str | Path = PLAYBOOK,
+    runs: int = 5,
+    known_hosts: str | Path | None = None,
+) -> dict:
+    """Medians over `runs` fresh processes: import of the CLI, and start to first connect."""
+    argv = run_argv(inventory, playbook, known_hosts)
     imports = [_import_only() for _ in range(runs)]
     measured = [_first_connect(argv) for _ in range(runs)]
     execs = [_first_connect(argv, _EXEC_WRAPPER) for _ in range(runs)]
@@ -122,8 +134,9 @@ def main() -> int:
     parser.add_argument("inventory")
     parser.add_argument("playbook", nargs="?", default=str(PLAYBOOK))
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--known-hosts", help="the lab's known_hosts (else ~/.ssh/known_hosts)")
     args = parser.parse_args()
-    result = measure(args.inventory, args.playbook, args.runs)
+    result = measure(args.inventory, args.playbook, args.runs, args.known_hosts)
     connect = result["first_connect_s"]
     print(f"{'median of ' + str(args.runs):<24} seconds")
     print(f"{'import pctfleet.cli':<24} {result['import_s']:.3f}")

@@ -172,7 +172,7 @@ def test_run_reads_startup_py_by_its_contract_and_none_without_it(tmp_path, monk
     monkeypatch.setattr(run, "STARTUP_MODULE", tmp_path / "startup.py")
     assert run.load_startup() is None
     (tmp_path / "startup.py").write_text(
-        "def measure(inventory, playbook, runs):\n"
+        "def measure(inventory, playbook, runs, known_hosts=None):\n"
         "    return {'import_s': 0.1, 'first_connect_s': 0.2, 'first_exec_s': 0.45,\n"
         "            'runs': runs, 'extra': 1}\n"
     )
@@ -201,3 +201,11 @@ def test_render_writes_the_page_and_the_headline_and_refuses_a_bad_file(tmp_path
     with pytest.raises(SystemExit) as exit_:
         run.main(argv)
     assert exit_.value.code == 2 and f"--render {results}" in capsys.readouterr().err
+
+
+def test_startup_logs_in_with_the_labs_known_hosts():
+    import startup
+
+    argv = startup.run_argv("inv.yml", "site.yml", "/lab/known_hosts")
+    assert argv[argv.index("--known-hosts") + 1] == "/lab/known_hosts"
+    assert "--known-hosts" not in startup.run_argv("inv.yml", "site.yml", None)

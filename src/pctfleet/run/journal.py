@@ -20,8 +20,17 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
 
 
+FLUSHED_ONLY = frozenset({"task"})  # records made durable by the next fsynced one
+
+
 class Journal:
-    """Append-only JSON lines; each record is flushed and fsynced as it is written."""
+    """Append-only JSON lines; each record is flushed to the OS as it is written.
+
+    A record that closes something (a container's outcome, the run's start and
+    end) is also fsynced, which makes the task records before it durable too. A
+    task record is only flushed: a controller that dies keeps it, and fsyncing
+    each of them serialised a large fleet's workers on this file's lock.
+    """
 
     def __init__(
         self, directory: Path | None, run_id: str | None = None, keep: str | None = DEFAULT_KEEP
@@ -43,7 +52,8 @@ class Journal:
         with self._lock:
             self._file.write(line + "\n")
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if kind not in FLUSHED_ONLY:
+                os.fsync(self._file.fileno())
 
     def close(self) -> None:
         with self._lock:
