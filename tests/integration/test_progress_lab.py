@@ -114,6 +114,8 @@ def test_rollout_shows_the_batch_and_the_fleet_on_a_terminal(info, tmp_path):
     code, seen = on_terminal(argv)
     assert code == 0, seen[-3000:]
     assert "batch 2/2, 1 container(s)" in seen, seen[-3000:]  # the panel's title
+    # the whole rollout is counted from the start: batch 2's container waits during batch 1
+    assert "containers: 0/2 done, 1 in flight, 1 waiting" in seen, seen[-3000:]
     assert "containers: 1/2 done, 1 in flight, 0 waiting" in seen, seen[-3000:]
     proc = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
