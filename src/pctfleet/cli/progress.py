@@ -72,6 +72,12 @@ class Tracker(Observer):
         self.on_output = on_output  # (container, line) for each line it prints; None: not asked
         self._partial: dict[str, str] = {}
 
+    def expect(self, containers: Iterable[tuple[str, str, int]]) -> None:
+        """The containers to show, once they are known (a rollout's, after its playbook loads)."""
+        with self.lock:
+            self.slots = {key: Slot(key, node, plays) for key, node, plays in containers}
+            self.running = 0
+
     def _slot(self, run: Any) -> Slot:
         return self.slots.setdefault(run.key, Slot(run.key, run.node))
 
@@ -202,10 +208,12 @@ def node_lines(snap: Snapshot, limit: int) -> list[str]:
     return shown
 
 
-def live_text(snap: Snapshot, tails: int = 0, nodes: int = 8) -> Text:
-    """The panel on a terminal: totals, busy or troubled nodes, the slowest container,
-    and with -v the last line of the longest-running containers' commands."""
-    rows = [line((total_line(snap), "bold"))]
+def live_text(snap: Snapshot, tails: int = 0, nodes: int = 8, title: str = "") -> Text:
+    """The panel on a terminal: a title (a rollout's batch), totals, busy or troubled nodes,
+    the slowest container, and with -v the last line of the longest-running containers'
+    commands."""
+    rows = [line((title, "bold"))] if title else []
+    rows.append(line((total_line(snap), "bold")))
     rows += [line("  ", text) for text in node_lines(snap, nodes)]
     running = snap.running()
     if running:
@@ -252,6 +260,7 @@ class Display:
     live: bool
     tails: int = 0
     every: float = 30.0
+    title: Callable[[], str] = str  # a line above the totals (a rollout's batch); "": none
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _live: Any = None
@@ -261,7 +270,9 @@ class Display:
             from rich.live import Live
 
             self._live = Live(
-                get_renderable=lambda: live_text(self.tracker.snapshot(), self.tails),
+                get_renderable=lambda: live_text(
+                    self.tracker.snapshot(), self.tails, title=self.title()
+                ),
                 console=self.console,
                 refresh_per_second=2,  # a frame of 10,000 containers takes ~20 ms
                 transient=True,
@@ -281,7 +292,9 @@ class Display:
 
     def _tick(self) -> None:
         while not self._stop.wait(self.every):
-            self.console.print(line(total_line(self.tracker.snapshot())))
+            title = self.title()
+            text = total_line(self.tracker.snapshot())
+            self.console.print(line(f"{title}: {text}" if title else text))
 
     def output_line(self, key: str, text: str) -> None:
         """-v without a terminal: each line a running command prints, prefixed."""
@@ -300,18 +313,24 @@ def terminal(console: Any, as_json: bool) -> bool:
 
 
 def display_for(console: Any, plays: list, verbose: int = 0, as_json: bool = False) -> Display:
-    """The display of a prepared run's `plays` ((play, containers) pairs)."""
+    """The display of a prepared run's `plays` ((play, containers) pairs); `verify` gives
+    one pair of all its containers, `rollout` none (its tracker `expect`s them later)."""
+    tracker = Tracker(play_counts(plays))
+    display = Display(console, tracker, terminal(console, as_json), tails=3 if verbose else 0)
+    if verbose:  # only then is the output of commands streamed at all
+        tracker.on_output = display.output_line
+    return display
+
+
+def play_counts(plays: list) -> list[tuple[str, str, int]]:
+    """(key, node, plays that select it) of each container of `plays`."""
     counts: Counter[str] = Counter()
     nodes: dict[str, str] = {}
     for _, containers in plays:
         for container in containers:
             counts[container.key] += 1
             nodes[container.key] = container.node.name
-    tracker = Tracker([(key, nodes[key], n) for key, n in counts.items()])
-    display = Display(console, tracker, terminal(console, as_json), tails=3 if verbose else 0)
-    if verbose:  # only then is the output of commands streamed at all
-        tracker.on_output = display.output_line
-    return display
+    return [(key, nodes[key], n) for key, n in counts.items()]
 
 
 # -- a finished command over many containers -------------------------------------------

@@ -254,13 +254,43 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions) -> int:
     gate = verify_gate(plan, args) if args.gate else None
     journal = Journal(Path(args.journal_dir or "~/.local/state/pctfleet/rollouts"), args.resume)
     plan.options.run_id = journal.run_id
-    show = _printer(args.as_json)
+    console = make_console(stderr=True)
+    show = _printer(args.as_json, console)
     if not args.resume:
         write_start(journal, plan, args.params())
     rollout = Rollout(plan, journal, gate, show)
-    done = _still_healthy(rollout, done, containers)
-    show({"kind": "rollout", "rollout_id": journal.run_id, "journal": str(journal.path)})
-    return _finish(rollout.run_journaled(done), args.as_json)
+    with _watch(rollout, console, args.as_json):
+        done = _still_healthy(rollout, done, containers)
+        show({"kind": "rollout", "rollout_id": journal.run_id, "journal": str(journal.path)})
+        result = rollout.run_journaled(done)
+    return _finish(result, args.as_json)
+
+
+def _watch(rollout: Rollout, console: Any, as_json: bool) -> Any:
+    """The progress display of a rollout: the batch (and its health gate) over the
+    fleet's containers done, in flight and waiting (pctfleet.cli.progress)."""
+    from pctfleet.cli.progress import display_for, play_counts
+
+    where = {"batch": "", "phase": ""}
+    display = display_for(console, [], as_json=as_json)  # sized once the playbook is loaded
+    display.title = lambda: ", ".join(text for text in where.values() if text)
+    rollout.plan.options.observer = display.tracker
+    rollout.on_prepared = lambda prepared: display.tracker.expect(play_counts(prepared.plays))
+    shown, gate = rollout.on_event, rollout.gate
+
+    def on_event(event: dict) -> None:
+        if event["kind"] == "batch-start":
+            where["batch"] = f"batch {event['batch']}/{event['of']}"
+            where["phase"] = f"{len(event['containers'])} container(s)"
+        shown(event)
+
+    def gated(containers: list) -> dict[str, tuple[bool, str]]:
+        where["phase"] = f"health gate on {len(containers)} container(s)"
+        return gate(containers)
+
+    rollout.on_event = on_event
+    rollout.gate = gated if gate is not None else None
+    return display
 
 
 def _plan(args: RolloutArgs, inventory: Any, containers: list, connect) -> RolloutPlan:  # noqa: ANN001
@@ -297,8 +327,8 @@ def _still_healthy(rollout: Rollout, done: list[str], containers: list) -> list[
     return healthy
 
 
-def _printer(as_json: bool):
-    console = make_console(stderr=True)
+def _printer(as_json: bool, console: Any = None):
+    console = console or make_console(stderr=True)
     seen: dict[str, Any] = {}
 
     def show(event: dict) -> None:

@@ -61,6 +61,8 @@ def verify_command(
     """
     from rich.console import Console
 
+    from pctfleet.cli.progress import display_for
+    from pctfleet.cli.report import make_console
     from pctfleet.inventory import parse_extra_vars
     from pctfleet.verify.runner import VerifyRequest, VerifyUsageError, render, run_verify, to_json
 
@@ -75,8 +77,10 @@ def verify_command(
         forks=forks,
         extra_vars=parse_extra_vars(run.extra_vars),
     )
+    display = display_for(make_console(stderr=True), [(None, containers)], as_json=out.as_json)
     try:
-        result = run_verify(request)
+        with display:
+            result = run_verify(request, display.tracker)
     except VerifyUsageError as exc:
         raise fail(str(exc), exc.code) from None
     if out.as_json:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pctfleet.infra import Gathered, gather
-from pctfleet.verify import SETTINGS
+from pctfleet.verify import SETTINGS, events
 from pctfleet.verify import backend as pct_backend  # makes pct:// known, with or without the plugin
 
 
@@ -71,11 +71,21 @@ class Gatherer:
         key = (id(host), tuple(sorted(settings.items())))
         with self._lock:
             if key not in self._futures:
-                self._futures[key] = self._pool.submit(gather, host, settings)
+                self._futures[key] = self._pool.submit(_gather, host, settings)
             return self._futures[key]
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _gather(host: Any, settings: dict[str, str]) -> Gathered:
+    """`gather`, with `pctfleet verify`'s progress told when it begins and ends."""
+    container = events.container_of(host)
+    events.emit("task", container, name="reading facts")
+    try:
+        return gather(host, settings)
+    finally:
+        events.emit("task", container, name="facts read, checks queued")
 
 
 def _host_of(item: pytest.Item) -> Any:

@@ -90,6 +90,8 @@ class Rollout:
         self.on_event = on_event
         self.stop = threading.Event()
         self.result = RolloutResult(journal.run_id, journal.path)
+        # Sees the loaded plays of what is left to do (a progress display sizes itself by them).
+        self.on_prepared: Callable[[PreparedRun], None] = lambda prepared: None
 
     def event(self, kind: str, **data: Any) -> None:
         self.journal.write(kind, **data)
@@ -105,6 +107,7 @@ class Rollout:
         result.batches = [[c.key for c in batch] for batch in batches]
         self.event("rollout-plan", batches=result.batches, done=result.done)
         prepared = prepare(self._request(todo))
+        self.on_prepared(prepared)
         try:
             for index, batch in enumerate(batches, start=1):
                 if self.stop.is_set() or not self._batch(index, len(batches), batch, prepared):

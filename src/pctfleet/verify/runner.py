@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from collections import Counter
@@ -31,7 +32,7 @@ from pctfleet.jsonfields import json_fields
 from pctfleet.status import ContainerOutcome
 from pctfleet.transport.connections import container_limit, node_options
 from pctfleet.transport.options import ConnectOptions
-from pctfleet.verify import SETTINGS, UNAVAILABLE
+from pctfleet.verify import SETTINGS, UNAVAILABLE, events
 
 INFRA = Path(__file__).resolve().parent.parent / "infra"
 STATUSES = ("passed", "failed", *UNAVAILABLE)
@@ -196,19 +197,23 @@ def pytest_args(
     return args
 
 
-def run_verify(request: VerifyRequest) -> VerifyResult:
-    """Run the checks for every container; raise VerifyUsageError for a request that cannot."""
+def run_verify(request: VerifyRequest, observer: Any = None) -> VerifyResult:
+    """Run the checks for every container; raise VerifyUsageError for a request that cannot.
+
+    `observer` (pctfleet.run.observe.Observer, e.g. a progress display) hears each
+    container start, the check it is at, and its end, as the child gets there."""
     for path in request.tests:
         if not path.exists():
             raise VerifyUsageError(f"--tests: no such file or folder: {path}")
     started = time.monotonic()
     specs, settings = _specs(request)
+    local = [c.key for c in request.containers if isinstance(c.node, LocalNode)]
+    feed = events.Feed(observer, {LOCAL_HOST_ID: local[0]} if local else {}) if observer else None
     with tempfile.TemporaryDirectory(prefix="pctfleet-verify-") as tmp:
         record = Path(tmp) / "results.json"
-        proc = _run_child(record, pytest_args(request, specs, settings))
+        proc = _run_child(record, pytest_args(request, specs, settings), feed)
         data = _read_record(record, proc, request)
     keys = [container.key for container in request.containers]
-    local = [c.key for c in request.containers if isinstance(c.node, LocalNode)]
     for record in data["checks"] if local else ():
         if record.get("container") == LOCAL_HOST_ID:
             record["container"] = local[0]
@@ -216,10 +221,42 @@ def run_verify(request: VerifyRequest) -> VerifyResult:
     return VerifyResult(results, time.monotonic() - started)
 
 
-def _run_child(record: Path, args: list[str]) -> subprocess.CompletedProcess:
+def _run_child(
+    record: Path, args: list[str], feed: events.Feed | None = None
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     argv = [sys.executable, "-m", __name__, str(record), *args]
-    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if feed is None:
+        return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    read_end, write_end = os.pipe()
+    env[events.ENV] = str(write_end)
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            pass_fds=(write_end,),
+        )
+    finally:
+        os.close(write_end)  # the child's copy is the only writer: its exit ends the reader
+    reader = threading.Thread(target=_follow, args=(read_end, feed), daemon=True)
+    reader.start()
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    reader.join(timeout=5)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _follow(read_end: int, feed: events.Feed) -> None:
+    with open(read_end, encoding="utf-8", errors="replace") as lines:
+        for text in lines:
+            feed.line(text)
 
 
 def _read_record(record: Path, proc: subprocess.CompletedProcess, request: VerifyRequest) -> dict:
@@ -357,9 +394,31 @@ class Collector:
         self.items: dict[str, dict] = {}
         self.records: dict[str, dict] = {}
         self.collect_errors: list[str] = []
+        self.left: Counter[str | None] = Counter()
 
     def pytest_collection_modifyitems(self, items: list) -> None:
         self.items = {item.nodeid: _new_record(item) for item in items}
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        # After -k deselected: each container's checks that will run, to tell its end.
+        self.left = Counter(self._container(item.nodeid) for item in session.items)
+
+    def _container(self, nodeid: str) -> str | None:
+        return self.items.get(nodeid, {}).get("container")
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        template = self.items.get(nodeid)
+        if template and template["container"]:
+            events.emit("task", template["container"], name=template["id"])
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        container = self._container(nodeid)
+        if not container:
+            return
+        self.left[container] -= 1
+        if self.left[container] <= 0:
+            status = container_result(container, list(self.records.values())).status
+            events.emit("finish", container, status=status)
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
@@ -397,9 +456,8 @@ def _new_record(item: Any) -> dict:
     host = _host_of(item)
     container, host_id = None, ""
     if host is not None:
-        backend = host.backend
-        container = getattr(getattr(backend, "spec", None), "key", None) or backend.get_hostname()
-        host_id = backend.get_pytest_id()
+        container = events.container_of(host)
+        host_id = host.backend.get_pytest_id()
     return {
         "container": container,
         "id": _check_id(item.name, host_id),
