@@ -63,7 +63,13 @@ def test_verify_feed_counts_a_container_started_once_and_names_the_local_host():
     feed = Feed(tracker, {"local": "local/0"})
     for name in ("reading facts", "facts read, checks queued", "test_x", "test_y"):
         feed.line(child_line("task", "local", name=name))
-    feed.line("not json\n")
+    for stray in (
+        "not json\n",
+        "[1, 2]\n",
+        '{"kind": "task"}\n',
+        '{"container": 7, "kind": "x"}\n',
+    ):
+        feed.line(stray)  # a line that is not one of ours changes nothing, raises nothing
     snap = tracker.snapshot()
     assert snap.count(progress.RUNNING) == 1 and tracker.running == 1
     assert snap.slots[0].task == "test_y" and len(snap.slots) == 1

@@ -64,14 +64,16 @@ class Feed:
     def line(self, text: str) -> None:
         try:
             event = json.loads(text)
-        except ValueError:
+            key = self.rename.get(event["container"], event["container"])
+            kind, name, status = event["kind"], event.get("name", ""), event.get("status", "")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return  # not one of ours (a check may write there too): the display goes on
+        if not isinstance(key, str):
             return
-        key = self.rename.get(event["container"], event["container"])
         if key not in self.started:  # the first word of a container (a check may come first)
             self.started.add(key)
             self.observer.container_started(Progress(key))
-        if event["kind"] == "task":
-            self.observer.task_started(Progress(key), event["name"])
-        elif event["kind"] == "finish":
-            status = event["status"]
+        if kind == "task":
+            self.observer.task_started(Progress(key), str(name))
+        elif kind == "finish":
             self.observer.container_finished(Progress(key, "ok" if status == "passed" else status))
