@@ -1,7 +1,7 @@
 """Every CUDA toolchain fact of one container, read by one sh snippet.
 
 The snippet runs inside the container (dash, stdin from /dev/null, stderr
-discarded) and prints `key=value` lines through `pf_kv` (values encoded, so no
+discarded) and prints `key=value` lines through `pf_kv` (values plain or encoded, so no
 file the container holds can add a key); `parse_toolchain` turns them into a
 typed `ToolchainFacts`. It never fails: a fact that cannot be read is simply
 not printed, and the rules treat it as unknown.

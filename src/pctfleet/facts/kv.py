@@ -1,24 +1,34 @@
-"""The one way a probe prints a fact: `KEY=` and the value base64-encoded, on one line.
+"""The one way a probe prints a fact: one line, `KEY=~VALUE` or `KEY=` and base64.
 
 A value read from a container (a file's content, a link target, a PID) may
-hold newlines, `=` or a fake frame marker. Encoded, it can never become a key
-of its own or end a frame early, whatever the container's files say.
+hold newlines, `=` or a fake frame marker. Such a value is base64-encoded: it can
+never become a key of its own or end a frame early, whatever the container's files
+say. A value of plain characters only (`PLAIN`: letters, digits, `._/@+,:-`) cannot
+do either; the shell prints it as it is after a `~` (no base64 process to start),
+and a base64 value never starts with `~`. Anything else after `~` is not a value.
 
     >>> decode_fields(encode_lines("a=1\\nb=x=y"))
     {'a': '1', 'b': 'x=y'}
+    >>> decode_fields("pid=~42\\nspec=~a b\\n")
+    {'pid': '42'}
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 
 from pctfleet.sh import library
 
 # `pf_kv KEY VALUE`: the shell side. Every snippet prints through it and nothing else.
 KV_FUNCTION = library(["kv"])
 
-# The same for the python heredocs a probe runs (their output comes from metadata files).
+# What pf_kv prints after `~` as it is; kv.sh spells the same class out letter by letter.
+PLAIN = re.compile(r"[A-Za-z0-9._/@+,:-]+", re.ASCII)
+
+# The same for the python heredocs a probe runs (their output comes from metadata files;
+# base64 always: encoding costs Python no process).
 PY_KV = """import base64 as _b64
 def pf_kv(key, value):
     print(key + "=" + _b64.b64encode(str(value).encode()).decode())
@@ -30,7 +40,9 @@ def encode(value: str) -> str:
 
 
 def decode(value: str) -> str | None:
-    """The value `pf_kv` encoded, or None when it is not such a value."""
+    """The value `pf_kv` printed (plain after `~`, or base64), or None when it is not one."""
+    if value.startswith("~"):
+        return value[1:] if PLAIN.fullmatch(value, 1) else None
     try:
         return base64.b64decode(value.strip(), validate=True).decode("utf-8", "replace")
     except (binascii.Error, ValueError):
@@ -38,7 +50,7 @@ def decode(value: str) -> str | None:
 
 
 def decode_pairs(text: str) -> list[tuple[str, str]]:
-    """Every `KEY=<base64>` line, decoded, in order; any other line is dropped."""
+    """Every `KEY=~plain` or `KEY=<base64>` line, decoded, in order; any other line is dropped."""
     pairs = []
     for line in text.splitlines():
         key, sep, raw = line.partition("=")

@@ -7,7 +7,13 @@ elif [ -d "$p" ]; then pf_kv type directory
 elif [ -e "$p" ]; then pf_kv type file
 else pf_kv type absent; fi
 if [ -e "$p" ] || [ -L "$p" ]; then
-  pf_kv mode "$(stat -c %a -- "$p")"
-  pf_kv owner "$(stat -c %U -- "$p")"
-  pf_kv group "$(stat -c %G -- "$p")"
+  # One stat for all three, a line each (no name holds a newline).
+  { IFS= read -r ps_mode; IFS= read -r ps_owner; IFS= read -r ps_group; } <<PCTFLEET_STAT
+$(stat -c '%a
+%U
+%G' -- "$p")
+PCTFLEET_STAT
+  pf_kv mode "$ps_mode"
+  pf_kv owner "$ps_owner"
+  pf_kv group "$ps_group"
 fi

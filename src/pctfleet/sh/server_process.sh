@@ -10,43 +10,54 @@
 # spec are the unit's (they outlast a restart; /run not).
 # inputs: PIDFILE NAME ENV_FILE READY_URL PORT STALE_PIDFILES
 # uses: kv pidfile http listener unit
+# shellcheck disable=SC2154 # ft_text and lp_pid: set by lib/pidfile.sh
 sp_alive() {  # pid
   pf_kv alive 1
-  if pctfleet_pid_marked "$1" "$NAME"; then pf_kv ours 1; fi
+  if pctfleet_pid_marked "$1" "$NAME"; then pf_kv ours 1; sp_ours=1; fi
 }
-if pctfleet_systemd; then pf_kv init systemd; fi
-if [ -n "$NAME" ] && [ -f "$(pctfleet_unit_file "$NAME")" ] && pctfleet_systemd; then
+sp_sha16() {  # text: sp_sha = its first 16 characters (a sha256sum line's hash, cut)
+  sp_sha=${1%"${1#????????????????}"}
+}
+pid='' sp_ours='' sp_systemd=''
+if pctfleet_systemd; then pf_kv init systemd; sp_systemd=1; fi
+if [ -n "$NAME" ] && [ -n "$sp_systemd" ] && [ -f "$(pctfleet_unit_file "$NAME")" ]; then
   sp_unit=$(pctfleet_unit "$NAME")
   pf_kv unit "$(systemctl is-enabled "$sp_unit" 2>/dev/null || :)"
   sp_files="$(pctfleet_unit_file "$NAME") $(pctfleet_unit_launcher "$NAME")"
   # shellcheck disable=SC2086 # two paths without spaces
-  pf_kv unit_sha "$(cat $sp_files 2>/dev/null | sha256sum | cut -c1-16)"
+  sp_sha16 "$(cat $sp_files 2>/dev/null | sha256sum)"
+  pf_kv unit_sha "$sp_sha"
   pid=$(systemctl show -p MainPID --value "$sp_unit" 2>/dev/null)
   case $pid in '' | 0 | *[!0-9]*) pid= ;; *) pf_kv pid "$pid"; sp_alive "$pid" ;; esac
   sp_spec=$(pctfleet_unit_spec "$NAME")
-  if [ -f "$sp_spec" ]; then pf_kv spec "$(cat "$sp_spec")"; fi
+  if [ -f "$sp_spec" ]; then pctfleet_file_read "$sp_spec"; pf_kv spec "$ft_text"; fi
 elif [ -f "$PIDFILE" ]; then
-  pf_kv pid "$(cat "$PIDFILE")"
-  pid=$(pctfleet_live_pid "$PIDFILE")
+  pctfleet_file_read "$PIDFILE"
+  pf_kv pid "$ft_text"
+  pctfleet_live_read "$PIDFILE"
+  pid=$lp_pid
   if [ -n "$pid" ]; then sp_alive "$pid"; fi
-  if [ -f "$PIDFILE.spec" ]; then pf_kv spec "$(cat "$PIDFILE.spec")"; fi
+  if [ -f "$PIDFILE.spec" ]; then pctfleet_file_read "$PIDFILE.spec"; pf_kv spec "$ft_text"; fi
 fi
 if [ -n "$ENV_FILE" ]; then
   if [ -f "$ENV_FILE" ]; then
-    pf_kv envfile_sha "$(sha256sum < "$ENV_FILE" | cut -c1-16)"
+    sp_sha16 "$(sha256sum < "$ENV_FILE")"
+    pf_kv envfile_sha "$sp_sha"
   else
     pf_kv envfile_sha none
   fi
 fi
-if [ -n "$READY_URL" ] && [ -n "${pid:-}" ]; then pf_kv health "$(pctfleet_http "$READY_URL")"; fi
+if [ -n "$READY_URL" ] && [ -n "$pid" ]; then pf_kv health "$(pctfleet_http "$READY_URL")"; fi
 sp_holders=$(
   pctfleet_holder_lines /proc /dev "$PORT" "$STALE_PIDFILES"
-  if [ -n "$NAME" ] && [ -n "${pid:-}" ] && ! pctfleet_pid_marked "$pid" "$NAME"; then
+  if [ -n "$NAME" ] && [ -n "$pid" ] && [ -z "$sp_ours" ]; then  # sp_alive looked
     pctfleet_proc_line /proc "$pid" "named by $PIDFILE, not started by pctfleet"
   fi
 )
 sp_n=0
-printf '%s\n' "$sp_holders" | while IFS= read -r sp_line; do
+while IFS= read -r sp_line; do
   [ -n "$sp_line" ] || continue
   sp_n=$((sp_n + 1)); pf_kv "holder$sp_n" "$sp_line"
-done
+done <<PCTFLEET_HOLDERS
+$sp_holders
+PCTFLEET_HOLDERS

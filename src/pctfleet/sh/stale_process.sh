@@ -8,6 +8,6 @@
 sp_n=0
 pctfleet_holder_lines /proc /dev "$PORT" "" | while IFS= read -r sp_line; do
   [ -n "$sp_line" ] || continue
-  if pctfleet_pid_started "$(printf '%s' "$sp_line" | cut -f1)"; then continue; fi
+  if pctfleet_pid_started "${sp_line%%	*}"; then continue; fi  # its first field
   sp_n=$((sp_n + 1)); pf_kv "holder$sp_n" "$sp_line"
 done

@@ -4,24 +4,34 @@
 # fake tree in tests.
 # uses: pidfile
 # pctfleet_proc_field ROOT PID N: field N of PID's stat counted after "(comm)" (1 state,
-# 3 pgrp, 20 starttime): comm may hold spaces.
+# 3 pgrp, 20 starttime): comm may hold spaces. pctfleet_proc_get sets pf_v to it instead.
+pctfleet_proc_get() {
+  pf_line='' pf_n=$3 pf_v=''
+  IFS= read -r pf_line 2>/dev/null < "$1/$2/stat" || :
+  # shellcheck disable=SC2086 # split on purpose: the kernel's numbers and state letter
+  set -- ${pf_line##*) }
+  eval "pf_v=\${$pf_n:-}"
+}
 pctfleet_proc_field() {
-  sed 's/.*) //' "$1/$2/stat" 2>/dev/null | cut -d' ' -f"$3"
+  pctfleet_proc_get "$@"
+  echo "$pf_v"
 }
 # pctfleet_port_pids ROOT PORT: each PID with a listening socket on PORT, once.
 pctfleet_port_pids() {
-  pp_hex=$(printf '%04X' "$2")
   cat "$1/net/tcp" "$1/net/tcp6" 2>/dev/null |
-    awk -v p=":$pp_hex" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10 }' |
-    sort -u | while read -r pp_inode; do
+    awk -v port="$2" 'BEGIN { p = sprintf(":%04X", port) }
+      $4 == "0A" && substr($2, length($2) - 4) == p && !seen[$10]++ { print $10 }' |
+    while read -r pp_inode; do
       find "$1"/[0-9]*/fd -maxdepth 1 -lname "socket:\\[$pp_inode\\]" 2>/dev/null
     done | sed "s|^$1/||; s|/.*||" | sort -un
 }
 # pctfleet_proc_line ROOT PID WHY: "PID<TAB>STARTTIME<TAB>PGRP<TAB>WHY<TAB>COMMAND LINE".
 pctfleet_proc_line() {
   pl_cmd=$(tr '\0\t\n' '   ' < "$1/$2/cmdline" 2>/dev/null | cut -c1-300)
-  printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$(pctfleet_proc_field "$1" "$2" 20)" \
-    "$(pctfleet_proc_field "$1" "$2" 3)" "$3" "${pl_cmd% }"
+  pctfleet_proc_get "$1" "$2" 20
+  pl_start=$pf_v
+  pctfleet_proc_get "$1" "$2" 3
+  printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$pl_start" "$pf_v" "$3" "${pl_cmd% }"
 }
 # pctfleet_gpu_pids ROOT DEVDIR: "PID DEVICE[, DEVICE]" for each process with a descriptor
 # open on /dev/nvidia* (its fd links, never its name); nothing when DEVDIR has no nvidia*.
@@ -41,11 +51,13 @@ pctfleet_holder_lines() {
       pctfleet_proc_line "$1" "$hl_pid" "listening on port $3"
     done
   fi
-  printf '%s\n' "$4" | while read -r hl_file; do
-    [ -n "$hl_file" ] || continue
-    hl_pid=$(pctfleet_live_pid "$hl_file")
-    if [ -n "$hl_pid" ]; then pctfleet_proc_line "$1" "$hl_pid" "named by $hl_file"; fi
-  done
+  if [ -n "$4" ]; then
+    printf '%s\n' "$4" | while read -r hl_file; do
+      [ -n "$hl_file" ] || continue
+      pctfleet_live_read "$hl_file"
+      if [ -n "$lp_pid" ]; then pctfleet_proc_line "$1" "$lp_pid" "named by $hl_file"; fi
+    done
+  fi
   pctfleet_gpu_pids "$1" "$2" | while read -r hl_pid hl_devs; do
     pctfleet_proc_line "$1" "$hl_pid" "holds $hl_devs"
   done

@@ -1,6 +1,6 @@
 # shellcheck shell=sh
 # pf_py PYTHON [ARG...]: run the python program on stdin with pf_kv(key, value) defined,
-# the python side of pf_kv (the same encoding: the value base64-encoded, on one line).
+# the python side of pf_kv (one line a value, always base64: kv.py reads both forms).
 pf_py() {
   pp_bin=$1
   shift

@@ -8,7 +8,10 @@ pctfleet_unit_spec() { echo "/etc/pctfleet/server-$1.spec"; }
 pctfleet_unit_launcher() { echo "/etc/pctfleet/server-$1.sh"; }
 # systemd is PID 1 and running: units can be managed here.
 pctfleet_systemd() {
-  [ -d /run/systemd/system ] && [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ]
+  [ -d /run/systemd/system ] || return 1
+  pu_comm=''
+  IFS= read -r pu_comm 2>/dev/null < /proc/1/comm || :
+  [ "$pu_comm" = systemd ]
 }
 # Stop, disable and remove the unit of server NAME, when there is one.
 pctfleet_unit_remove() {  # name
