@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from pctfleet.sh import library, q
+from pctfleet.sh import q, source
 
 if TYPE_CHECKING:
     from pctfleet.modules.server import ServerArgs
@@ -25,12 +25,19 @@ def launcher_path(server: str) -> str:
     return f"/etc/pctfleet/server-{server}.sh"
 
 
+# The functions the launcher carries, frozen: the launcher's hash is part of the unit's
+# identity (a different one is rewritten and the server restarted), so a change to the
+# probes' shell library must not reach running servers. This is `library(["envfile"])`
+# as it was when it was frozen; change it only together with a reason to restart.
+LAUNCHER_LIBRARY = source("launcher_lib").body
+
+
 def launcher_text(args: ServerArgs) -> str:
     """The sh script the unit's ExecStart runs: chdir, env file, then exec the command."""
     lines = [
         "#!/bin/sh",
         f"# Written by pctfleet: how {unit_name(args.name)} starts the server {args.name}.",
-        library(["envfile"]).rstrip("\n"),
+        LAUNCHER_LIBRARY.rstrip("\n"),
         # systemd restarts the unit after a failure or a reboot without pctfleet, and /run
         # is a tmpfs: the PID file (read by verify, the cache's server stop) must come from
         # here. `exec` keeps this PID, so it is the unit's main PID. Best effort: a PID
