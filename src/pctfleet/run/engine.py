@@ -19,12 +19,9 @@ from pctfleet.errors import InputError
 from pctfleet.facts import gathered
 from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
-from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, Plan, q
-from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.loader import Block, expand_include, select_tasks
 from pctfleet.playbook.loops import loop_items, loop_vars
-from pctfleet.playbook.magic import drop_omitted
 from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
 from pctfleet.run.delegate import Controller, delegated, modes
 from pctfleet.run.failure import failure_output
@@ -33,6 +30,7 @@ from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
 from pctfleet.run.observe import Observer
 from pctfleet.run.playflow import Outcome, PlayEnded, PlayFlow
 from pctfleet.run.results import ContainerRun, TaskResult
+from pctfleet.run.taskargs import task_args
 from pctfleet.transport.base import CommandTimeout, Target, TransferError, TransportError
 from pctfleet.transport.files import push
 
@@ -428,10 +426,7 @@ class ContainerEngine:
         kept = self.prepared.get(id(task))
         if kept is not None and kept[0] == seen:
             return kept[2]
-        check_rendered(task, scope, where)
-        raw = render(dict(task.args), scope, where=where)
-        raw = drop_omitted(raw)
-        args = REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, scope), where)
+        args = task_args(task, scope, self.options.base_dir, where)
         self.prepared[id(task)] = (seen, tuple(scope.values()), args)  # alive: ids stay theirs
         return args
 
