@@ -112,3 +112,20 @@ def test_every_args_class_reading_its_context_says_so():
             source = re.sub(r"def parse\(cls, raw: .*?, ctx: Context, where: str\)", "", source)
             if "ctx" in source:
                 assert module.Args.reads_context, f"{cls.__name__} reads ctx"
+
+
+def test_a_secret_anywhere_in_the_scope_is_hidden_from_every_text_of_a_result():
+    from pctfleet.playbook.templating import REDACTED, hider, redact_data
+
+    scope = {
+        "nested": {"a": [1, ("x", Secret("deep-one"))]},
+        "db_password": "pw-plain",
+        "plain": "nothing",
+    }
+    hide = hider(scope)
+    data = {"msg": "deep-one and pw-plain", "lines": ["nothing", "x deep-one"]}
+    assert redact_data(data, hide) == {
+        "msg": f"{REDACTED} and {REDACTED}",
+        "lines": ["nothing", f"x {REDACTED}"],
+    }
+    assert redact_data(data, scope) == redact_data(data, hide)

@@ -22,7 +22,14 @@ from pctfleet.modules import REGISTRY
 from pctfleet.modules.base import Fact, Plan, q
 from pctfleet.playbook.loader import Block, expand_include, select_tasks
 from pctfleet.playbook.loops import loop_items, loop_vars
-from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
+from pctfleet.playbook.templating import (
+    condition,
+    hider,
+    redact,
+    redact_data,
+    render,
+    unsafe,
+)
 from pctfleet.run.delegate import Controller, delegated, modes
 from pctfleet.run.failure import failure_output
 from pctfleet.run.journal import new_run_id
@@ -616,13 +623,13 @@ class ContainerEngine:
         if task.no_log:
             result.msg, result.diff, result.result, result.details = HIDDEN, None, {}, {}
             return result
-        scope = self.vars if scope is None else scope
-        result.msg = redact(result.msg, scope)
-        result.details = redact_data(result.details, scope)
+        hide = hider(self.vars if scope is None else scope)  # secrets found once per result
+        result.msg = hide(result.msg)
+        result.details = redact_data(result.details, hide)
         if result.diff:
-            result.diff = {k: redact(str(v), scope) for k, v in result.diff.items()}
+            result.diff = {k: hide(str(v)) for k, v in result.diff.items()}
         if result.status == "failed":
-            result.failure = failure_output(result.result, lambda text: redact(text, scope))
+            result.failure = failure_output(result.result, hide)
         return result
 
 

@@ -18,7 +18,13 @@ from pctfleet.modules.args import Context
 from pctfleet.playbook.loader import leaves, load_playbook, select_tasks
 from pctfleet.playbook.loops import item_scopes
 from pctfleet.playbook.magic import PlayMagic
-from pctfleet.playbook.templating import condition, names_reached, redact
+from pctfleet.playbook.templating import (
+    condition,
+    names_reached,
+    names_through,
+    redact,
+    referenced_names,
+)
 from pctfleet.run.batches import plan_batches
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.journal import Journal
@@ -139,10 +145,21 @@ def _reads_any(task: Any, variables: dict, names: Any) -> bool:
     """Whether the task's templates (args or `when`) read one of `names`,
     directly or through variables built from them. Decided from the parsed
     templates: a name merely appearing in a path is no reference."""
-    reached = names_reached(dict(task.args), variables)
-    reached |= names_reached(task.when, variables, expression=True)
-    reached |= names_reached(task.delegate_to or "", variables)
-    return not reached.isdisjoint(names)
+    return not names_through(_written_names(task), variables).isdisjoint(names)
+
+
+_WRITTEN: dict[int, tuple[Any, frozenset[str]]] = {}  # id(task) -> (task, its names)
+
+
+def _written_names(task: Any) -> frozenset[str]:
+    """The names the task's own templates read: the same for every container."""
+    kept = _WRITTEN.get(id(task))
+    if kept is None or kept[0] is not task:
+        names = referenced_names(dict(task.args))
+        names |= referenced_names(task.when, expression=True)
+        names |= referenced_names(task.delegate_to or "")
+        kept = _WRITTEN[id(task)] = (task, frozenset(names))
+    return kept[1]
 
 
 @dataclass
