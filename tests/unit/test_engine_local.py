@@ -6,7 +6,7 @@ import textwrap
 
 from pctfleet.modules import known_args
 from pctfleet.playbook.loader import load_playbook
-from pctfleet.run import engine
+from pctfleet.run import taskargs
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.results import ContainerRun
 from pctfleet.transport.local import LocalTarget
@@ -119,13 +119,13 @@ def test_arguments_rendered_for_the_probe_are_reused_until_a_variable_changes(
     )
     play = load_playbook(book, known_args()).plays[0]
     rendered: list[str] = []
-    real = engine.render
+    real = taskargs.render
 
     def counted(value, variables, **kwargs):  # noqa: ANN001, ANN202
         rendered.append(str(value.get("dest", "")))
         return real(value, variables, **kwargs)
 
-    monkeypatch.setattr(engine, "render", counted)
+    monkeypatch.setattr(taskargs, "render", counted)
     run = ContainerRun("local", 100)
     options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
     ContainerEngine(LocalTarget(), run, {"greeting": "hi"}, options).play(play.tasks, [])

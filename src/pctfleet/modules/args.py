@@ -60,6 +60,9 @@ class Args:
     module: ClassVar[str] = ""  # set from the module's `name` when the module is defined
     # A module whose arguments are free names (set_fact) keeps them all in `extra`.
     free_names: ClassVar[bool] = False
+    # Whether parsing reads the task's variables or the controller's files (not only the
+    # rendered arguments and the playbook's folder): such arguments are parsed anew each time.
+    reads_context: ClassVar[bool] = False
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod

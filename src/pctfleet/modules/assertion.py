@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import jinja2
 
@@ -30,6 +30,7 @@ def _shown(value: Any, where: str) -> str:
 
 @dataclass(frozen=True)
 class AssertArgs(Args):
+    reads_context: ClassVar[bool] = True
     that: tuple[Any, ...] = arg((), required=True, convert=_conditions)
     fail_msg: str | None = arg(None, aliases=("msg",), convert=_shown)
     success_msg: str | None = arg(None, convert=_shown)

@@ -23,6 +23,7 @@ def _shown(value: Any, where: str) -> str:
 
 @dataclass(frozen=True)
 class DebugArgs(Args):
+    reads_context: ClassVar[bool] = True
     msg: str = arg("Hello world!", convert=_shown)
     var: str | None = arg(None, convert=_shown)
     # Not an argument: `var` evaluated with the task's variables when it is prepared.
@@ -93,6 +94,7 @@ class _Written:
 
 @dataclass(frozen=True)
 class IncludeVarsArgs(Args):
+    reads_context: ClassVar[bool] = True
     file: str = arg(required=True, convert=_shown)
     name: str | None = arg(None, convert=_shown)
     # Not arguments: the file found (vars/FILE, then FILE, next to the playbook) and its mapping.

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, flag, text
@@ -27,6 +27,8 @@ def _any_text(value: Any, where: str) -> str:
 @dataclass(frozen=True)
 class ContentArgs(Args):
     """What `copy` and `template` share: where the file goes, its attributes, its bytes."""
+
+    reads_context: ClassVar[bool] = True
 
     dest: str = arg(required=True, convert=text)
     mode: str | None = arg(None, convert=mode_string)

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Module, Plan, World
@@ -26,6 +26,7 @@ from pctfleet.modules.textfile import TextFile, unreadable
 
 @dataclass(frozen=True)
 class FetchArgs(Args):
+    reads_context: ClassVar[bool] = True
     src: str = arg(required=True, convert=text)
     dest: str = arg(required=True, convert=text)
     flat: bool = arg(False, convert=flag)

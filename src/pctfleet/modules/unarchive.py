@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError
 from pctfleet.facts.kv import decode_fields
@@ -49,6 +49,7 @@ def manifest(path: Path, where: str) -> tuple[str, list[list[Any]]]:
 
 @dataclass(frozen=True)
 class UnarchiveArgs(Args):
+    reads_context: ClassVar[bool] = True
     src: str = arg(required=True, convert=text)
     dest: str = arg(required=True, convert=text)
     remote_src: bool = arg(False, convert=flag)

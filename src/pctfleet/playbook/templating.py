@@ -20,7 +20,7 @@ import json
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -409,7 +409,12 @@ def names_reached(
 ) -> set[str]:
     """`referenced_names`, plus what the variables it reads read in turn
     (`p: "{{ out.stdout }}/x"` makes `{{ p }}` reach `out`)."""
-    todo = list(referenced_names(value, expression=expression))
+    return names_through(referenced_names(value, expression=expression), variables)
+
+
+def names_through(names: Iterable[str], variables: Mapping[str, Any]) -> set[str]:
+    """`names`, plus what the variables of those names read in turn."""
+    todo = list(names)
     seen: set[str] = set()
     while todo:
         name = todo.pop()
@@ -578,8 +583,23 @@ def _leaves(value: Any) -> Iterator[str]:
             yield str(item)
 
 
-def _secrets_in(value: Any) -> Iterator[str]:
-    return (str(item) for item in _scalars(value) if isinstance(item, Secret))
+def _secrets_in(value: Any) -> list[str]:
+    """The `Secret`s inside `value` (as `_scalars` walks it), without a generator per level:
+    it runs for every result of every container."""
+    found, todo = [], [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if type(item) in _PLAIN:
+            continue
+        if depth > 50 or isinstance(item, Public):
+            continue
+        if isinstance(item, Secret):
+            found.append(str(item))
+        elif isinstance(item, Mapping):
+            todo.extend((inner, depth + 1) for inner in item.values())
+        elif isinstance(item, list | tuple):
+            todo.extend((inner, depth + 1) for inner in item)
+    return found
 
 
 def secret_values(variables: Mapping[str, Any]) -> set[str]:
@@ -598,23 +618,38 @@ def secret_values(variables: Mapping[str, Any]) -> set[str]:
     return {v for v in found if v}
 
 
+def hider(variables: Mapping[str, Any]) -> Callable[[str], str]:
+    """`redact` for many texts of one scope: the secrets are found once, at the first
+    text that is not empty."""
+    found: list[list[str]] = []
+
+    def hide(text: str) -> str:
+        if not text:
+            return text
+        if not found:
+            found.append(sorted(secret_values(variables), key=len, reverse=True))
+        for value in found[0]:
+            text = text.replace(value, REDACTED)
+        return text
+
+    return hide
+
+
 def redact(text: str, variables: Mapping[str, Any]) -> str:
     """`text` with every secret value (see `secret_values`) replaced by ********."""
-    if not text:
-        return text
-    for value in sorted(secret_values(variables), key=len, reverse=True):
-        text = text.replace(value, REDACTED)
-    return text
+    return hider(variables)(text)
 
 
-def redact_data(value: Any, variables: Mapping[str, Any]) -> Any:
-    """`value` (mappings, lists, scalars) with every string passed through `redact`."""
+def redact_data(value: Any, variables: Mapping[str, Any] | Callable[[str], str]) -> Any:
+    """`value` (mappings, lists, scalars) with every string passed through `redact`
+    (or through `variables` itself when it is a `hider`)."""
+    hide = variables if callable(variables) else hider(variables)
     if isinstance(value, str):
-        return redact(value, variables)
+        return hide(value)
     if isinstance(value, Mapping):
-        return {k: redact_data(v, variables) for k, v in value.items()}
+        return {k: redact_data(v, hide) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_data(v, variables) for v in value]
+        return [redact_data(v, hide) for v in value]
     return value
 
 
@@ -625,7 +660,9 @@ __all__ = [
     "Unsafe",
     "condition",
     "evaluate",
+    "hider",
     "names_reached",
+    "names_through",
     "referenced_names",
     "redact",
     "redact_data",

@@ -19,13 +19,17 @@ from pctfleet.errors import InputError
 from pctfleet.facts import gathered
 from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
-from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, Plan, q
-from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.loader import Block, expand_include, select_tasks
 from pctfleet.playbook.loops import loop_items, loop_vars
-from pctfleet.playbook.magic import drop_omitted
-from pctfleet.playbook.templating import condition, redact, redact_data, render, unsafe
+from pctfleet.playbook.templating import (
+    condition,
+    hider,
+    redact,
+    redact_data,
+    render,
+    unsafe,
+)
 from pctfleet.run.delegate import Controller, delegated, modes
 from pctfleet.run.failure import failure_output
 from pctfleet.run.journal import new_run_id
@@ -33,6 +37,7 @@ from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
 from pctfleet.run.observe import Observer
 from pctfleet.run.playflow import Outcome, PlayEnded, PlayFlow
 from pctfleet.run.results import ContainerRun, TaskResult
+from pctfleet.run.taskargs import task_args
 from pctfleet.transport.base import CommandTimeout, Target, TransferError, TransportError
 from pctfleet.transport.files import push
 
@@ -428,10 +433,7 @@ class ContainerEngine:
         kept = self.prepared.get(id(task))
         if kept is not None and kept[0] == seen:
             return kept[2]
-        check_rendered(task, scope, where)
-        raw = render(dict(task.args), scope, where=where)
-        raw = drop_omitted(raw)
-        args = REGISTRY[task.module].prepare(raw, Context(self.options.base_dir, scope), where)
+        args = task_args(task, scope, self.options.base_dir, where)
         self.prepared[id(task)] = (seen, tuple(scope.values()), args)  # alive: ids stay theirs
         return args
 
@@ -621,13 +623,13 @@ class ContainerEngine:
         if task.no_log:
             result.msg, result.diff, result.result, result.details = HIDDEN, None, {}, {}
             return result
-        scope = self.vars if scope is None else scope
-        result.msg = redact(result.msg, scope)
-        result.details = redact_data(result.details, scope)
+        hide = hider(self.vars if scope is None else scope)  # secrets found once per result
+        result.msg = hide(result.msg)
+        result.details = redact_data(result.details, hide)
         if result.diff:
-            result.diff = {k: redact(str(v), scope) for k, v in result.diff.items()}
+            result.diff = {k: hide(str(v)) for k, v in result.diff.items()}
         if result.status == "failed":
-            result.failure = failure_output(result.result, lambda text: redact(text, scope))
+            result.failure = failure_output(result.result, hide)
         return result
 
 

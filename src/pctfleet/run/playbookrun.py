@@ -15,11 +15,16 @@ from pctfleet.facts import gathered
 from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
-from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.loader import leaves, load_playbook, select_tasks
 from pctfleet.playbook.loops import item_scopes
-from pctfleet.playbook.magic import PlayMagic, drop_omitted
-from pctfleet.playbook.templating import condition, names_reached, redact, render
+from pctfleet.playbook.magic import PlayMagic
+from pctfleet.playbook.templating import (
+    condition,
+    names_reached,
+    names_through,
+    redact,
+    referenced_names,
+)
 from pctfleet.run.batches import plan_batches
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.journal import Journal
@@ -27,6 +32,7 @@ from pctfleet.run.playflow import PlayFlow, batch_stop
 from pctfleet.run.results import ContainerRun, TaskResult
 from pctfleet.run.scheduler import schedule, target_limit
 from pctfleet.run.signals import sigterm_as_interrupt
+from pctfleet.run.taskargs import task_args
 from pctfleet.status import SUCCESS, Status
 from pctfleet.transport.connections import build_fleet
 from pctfleet.transport.options import ConnectOptions
@@ -123,17 +129,13 @@ def _item_scopes(task: Any, variables: dict, later: Any, base_dir: str) -> list[
 def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> None:
     where = f"{task.loc}: task '{task.name}'"
     # A task reading a result not known yet is checked when reached instead.
-    waits = _reads_any(task, variables, later)
+    if _reads_any(task, variables, later):
+        return
     try:
         if task.when and not condition(task.when, variables, where=where):
             return  # skipped here: its arguments may rely on what is not defined
-        raw = drop_omitted(render(dict(task.args), variables, where=where))
-        if not waits:
-            check_rendered(task, variables, where)
-            REGISTRY[task.module].prepare(raw, Context(base_dir, variables), where)
+        task_args(task, variables, base_dir, where)  # the engine finds them made
     except InputError as exc:
-        if waits:
-            return
         exc.message = redact(exc.message, variables)  # a secret quoted back stays hidden
         exc.args = (exc.message,)
         raise
@@ -143,10 +145,21 @@ def _reads_any(task: Any, variables: dict, names: Any) -> bool:
     """Whether the task's templates (args or `when`) read one of `names`,
     directly or through variables built from them. Decided from the parsed
     templates: a name merely appearing in a path is no reference."""
-    reached = names_reached(dict(task.args), variables)
-    reached |= names_reached(task.when, variables, expression=True)
-    reached |= names_reached(task.delegate_to or "", variables)
-    return not reached.isdisjoint(names)
+    return not names_through(_written_names(task), variables).isdisjoint(names)
+
+
+_WRITTEN: dict[int, tuple[Any, frozenset[str]]] = {}  # id(task) -> (task, its names)
+
+
+def _written_names(task: Any) -> frozenset[str]:
+    """The names the task's own templates read: the same for every container."""
+    kept = _WRITTEN.get(id(task))
+    if kept is None or kept[0] is not task:
+        names = referenced_names(dict(task.args))
+        names |= referenced_names(task.when, expression=True)
+        names |= referenced_names(task.delegate_to or "")
+        kept = _WRITTEN[id(task)] = (task, frozenset(names))
+    return kept[1]
 
 
 @dataclass

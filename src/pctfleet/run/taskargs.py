@@ -1,0 +1,118 @@
+"""A task's typed arguments, rendered and parsed once per distinct input across the fleet.
+
+Preflight renders and parses every task for every container, and the engine does it
+again when the task runs. Most tasks read only play variables (`{{ venv }}/bin/python`)
+that every container shares, and a task reading a per-container value gets the same
+value in preflight and in the engine. So the result is kept under what decides it:
+the task, the playbook's folder, and each variable its templates reach (directly or
+through the variables they read), a scalar by its type and value, anything else by
+identity (the entry holds it, so its id stays its own).
+
+Kept only when that is all that decides it: every template reached is pure
+(`rendermemo.pure_names`: no call, lookup or impure filter), the module's arguments
+do not read the variables or the controller's files (`Args.reads_context`), and
+`delegate_to` is not templated. A failure is never kept: it is raised again,
+with its own `where`, for each container.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from pctfleet.modules import REGISTRY
+from pctfleet.modules.args import Context
+from pctfleet.playbook import rendermemo
+from pctfleet.playbook.delegation import check_rendered
+from pctfleet.playbook.magic import drop_omitted
+from pctfleet.playbook.templating import _ENV, render
+
+LIMIT = 100_000  # entries before the table starts again: bounded memory on any fleet
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_MISSING = object()
+_IMPURE = object()
+_table: dict[tuple, tuple[Any, tuple]] = {}
+_walks: dict[int, tuple[Any, Any]] = {}  # id(value) -> (value, its names or _IMPURE)
+_lock = threading.Lock()
+
+
+def task_args(task: Any, scope: Mapping[str, Any], base_dir: str, where: str) -> Any:
+    """The task's typed arguments for `scope`: delegate_to checked, args rendered,
+    `omit` dropped, parsed by the module (a PlaybookError or TemplateError naming `where`)."""
+    key, keep = _key(task, scope, base_dir)
+    if key is not None:
+        found = _table.get(key)
+        if found is not None:
+            return found[0]
+    check_rendered(task, scope, where)
+    raw = drop_omitted(render(dict(task.args), scope, where=where))
+    args = REGISTRY[task.module].prepare(raw, Context(base_dir, scope), where)
+    if key is not None:
+        with _lock:
+            if len(_table) >= LIMIT:
+                _table.clear()
+                _walks.clear()
+            _table[key] = (args, keep)
+    return args
+
+
+def _key(task: Any, scope: Mapping[str, Any], base_dir: str) -> tuple[tuple | None, tuple]:
+    """What decides the task's arguments in `scope`, and the objects the key names by id;
+    (None, ()) when something else may decide them too."""
+    module = REGISTRY.get(task.module)
+    written = getattr(task, "delegate_to", None)
+    if module is None or module.Args.reads_context or (written and "{" in str(written)):
+        return None, ()
+    todo = _names(task.args)  # walked once: the task's args are the same object every time
+    if todo is _IMPURE:
+        return None, ()
+    todo, seen, parts, keep = list(todo), set(), [], [task]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        value = scope.get(name, _MISSING)
+        reads = _names(value)
+        if reads is _IMPURE:
+            return None, ()
+        todo.extend(reads)
+        if type(value) in _SCALARS:
+            parts.append((name, type(value), value))
+        else:
+            parts.append((name, id(value)))
+            keep.append(value)
+    parts.sort(key=lambda part: part[0])
+    return (id(task), base_dir, tuple(parts)), tuple(keep)
+
+
+def _names(value: Any) -> Any:
+    """The variables the templates inside `value` read, or _IMPURE."""
+    kind = type(value)
+    if kind is str:
+        if "{" not in value:
+            return ()
+        names = rendermemo.pure_names(_ENV, value)
+        return _IMPURE if names is None else names
+    if kind in _SCALARS or not isinstance(value, Mapping | list | tuple):
+        return ()  # a number, a Secret or Unsafe text (never rendered), an opaque object
+    if not isinstance(value, dict | list | tuple):
+        return _IMPURE  # a mapping of its own kind (hostvars): not walked here
+    walked = _walks.get(id(value))
+    if walked is not None and walked[0] is value:
+        return walked[1]
+    names = _walk(value)
+    _walks[id(value)] = (value, names)
+    return names
+
+
+def _walk(value: Any) -> Any:
+    items = value.values() if isinstance(value, dict) else value
+    found: set[str] = set()
+    for item in items:
+        names = _names(item)
+        if names is _IMPURE:
+            return _IMPURE
+        found.update(names)
+    return frozenset(found)

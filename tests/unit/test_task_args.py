@@ -1,0 +1,131 @@
+"""Task arguments shared across containers: reused only where the inputs are the same."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+
+import pytest
+
+from pctfleet.errors import InputError
+from pctfleet.modules import REGISTRY, known_args
+from pctfleet.playbook.loader import load_playbook
+from pctfleet.playbook.templating import Secret
+from pctfleet.run import taskargs
+from pctfleet.run.taskargs import task_args
+
+
+def _tasks(tmp_path, body: str) -> list:
+    book = tmp_path / "book.yml"
+    book.write_text("- hosts: all\n  tasks:\n" + textwrap.indent(textwrap.dedent(body), "    "))
+    return load_playbook(book, known_args()).plays[0].tasks
+
+
+@pytest.fixture
+def parses(monkeypatch) -> list:
+    """Every module parse that really ran (not served from the table)."""
+    calls: list = []
+    real = taskargs.render
+
+    def counted(value, variables, **kwargs):  # noqa: ANN001, ANN202
+        calls.append(value)
+        return real(value, variables, **kwargs)
+
+    monkeypatch.setattr(taskargs, "render", counted)
+    return calls
+
+
+def test_containers_with_the_same_values_share_one_parse(tmp_path, parses):
+    (task,) = _tasks(tmp_path, "- file: {path: '{{ root }}/app', state: directory}\n")
+    first = task_args(task, {"root": "/opt", "port": 1}, ".", "w")
+    second = task_args(task, {"root": "/opt", "port": 2}, ".", "w")  # port is not read
+    assert first is second and first.path == "/opt/app"
+    assert len(parses) == 1
+
+
+def test_different_values_give_different_arguments_directly_and_through_variables(tmp_path, parses):
+    (task,) = _tasks(tmp_path, "- file: {path: '{{ app }}/x', state: directory}\n")
+    # `app` is the same text everywhere; what it reads (`root`) differs per container.
+    one = task_args(task, {"app": "{{ root }}/app", "root": "/a"}, ".", "w")
+    two = task_args(task, {"app": "{{ root }}/app", "root": "/b"}, ".", "w")
+    three = task_args(task, {"app": "/c"}, ".", "w")
+    assert (one.path, two.path, three.path) == ("/a/app/x", "/b/app/x", "/c/x")
+    # 1 and "1" and True render alike here but are different values: never confused.
+    (mode,) = _tasks(tmp_path, "- command: {cmd: 'echo {{ n }}'}\n")
+    assert task_args(mode, {"n": 1}, ".", "w").cmd == "echo 1"
+    assert task_args(mode, {"n": True}, ".", "w").cmd == "echo True"
+
+
+def test_a_list_variable_is_known_by_identity(tmp_path, parses):
+    (task,) = _tasks(tmp_path, "- pip: {name: '{{ pkgs }}'}\n")
+    shared = ["six", "idna"]
+    assert task_args(task, {"pkgs": shared}, ".", "w") is task_args(
+        task, {"pkgs": shared}, ".", "w"
+    )
+    other = task_args(task, {"pkgs": ["packaging"]}, ".", "w")
+    assert other.name == ("packaging",)
+
+
+def test_a_failure_is_not_kept_and_names_each_callers_place(tmp_path, parses):
+    (task,) = _tasks(tmp_path, "- file: {path: '{{ where_to }}', state: directory}\n")
+    with pytest.raises(InputError, match="first: .*where_to"):
+        task_args(task, {}, ".", "first")
+    with pytest.raises(InputError, match="second: .*where_to"):
+        task_args(task, {}, ".", "second")
+    assert task_args(task, {"where_to": "/x"}, ".", "w").path == "/x"
+
+
+def test_impure_templates_and_context_reading_modules_are_parsed_every_time(tmp_path, parses):
+    impure, template = _tasks(
+        tmp_path,
+        """\
+        - command: "echo {{ range(3) | list }}"
+        - template: {src: t.j2, dest: /etc/t}
+        """,
+    )
+    (tmp_path / "t.j2").write_text("{{ who }}\n")
+    for _ in range(2):
+        task_args(impure, {}, ".", "w")
+    assert len(parses) == 2  # a call: not known to be a function of the variables
+    base = str(tmp_path)
+    assert task_args(template, {"who": "a"}, base, "w").data == b"a\n"
+    assert task_args(template, {"who": "b"}, base, "w").data == b"b\n"
+
+
+def test_a_secret_reaches_the_arguments_it_belongs_to_and_no_other(tmp_path, parses):
+    (task,) = _tasks(tmp_path, "- command: {cmd: 'login {{ api_token }}'}\n")
+    one = task_args(task, {"api_token": Secret("s3cr3t-one")}, ".", "w")
+    two = task_args(task, {"api_token": Secret("s3cr3t-two")}, ".", "w")
+    assert (one.cmd, two.cmd) == ("login s3cr3t-one", "login s3cr3t-two")
+
+
+def test_every_args_class_reading_its_context_says_so():
+    # Parsing that reads the variables or files cannot be shared between containers.
+    REGISTRY.load_all()
+    for module in list(dict.values(REGISTRY)):
+        for cls in module.Args.__mro__:
+            if "Args" not in cls.__name__ or cls.__module__ == "pctfleet.modules.args":
+                continue
+            source = re.sub(r"super\(\)\.parse\(.*?, ctx, where\)", "", inspect.getsource(cls))
+            source = re.sub(r"def \w+\(self, ctx: Context, where: str\)", "", source)
+            source = re.sub(r"def parse\(cls, raw: .*?, ctx: Context, where: str\)", "", source)
+            if "ctx" in source:
+                assert module.Args.reads_context, f"{cls.__name__} reads ctx"
+
+
+def test_a_secret_anywhere_in_the_scope_is_hidden_from_every_text_of_a_result():
+    from pctfleet.playbook.templating import REDACTED, hider, redact_data
+
+    scope = {
+        "nested": {"a": [1, ("x", Secret("deep-one"))]},
+        "db_password": "pw-plain",
+        "plain": "nothing",
+    }
+    hide = hider(scope)
+    data = {"msg": "deep-one and pw-plain", "lines": ["nothing", "x deep-one"]}
+    assert redact_data(data, hide) == {
+        "msg": f"{REDACTED} and {REDACTED}",
+        "lines": ["nothing", f"x {REDACTED}"],
+    }
+    assert redact_data(data, scope) == redact_data(data, hide)
