@@ -149,3 +149,27 @@ class FakeConn:
 
     def close(self) -> None:
         self.closed = True
+
+
+def test_paramiko_loads_while_the_tcp_handshake_is_in_flight(tmp_path, monkeypatch):
+    # The import must not wait for the connect: under latency the handshake is a round trip.
+    handshake_done, imported_during = threading.Event(), []
+    real_import = early.ssh_module
+
+    def slow_connect(address, port, timeout):
+        handshake_done.wait(10)
+        return early.Opened(0.0, error=OSError("refused"))
+
+    def ssh_module():
+        imported_during.append(not handshake_done.is_set())
+        return real_import()
+
+    monkeypatch.setattr(early, "tcp_connect", slow_connect)
+    monkeypatch.setattr(early, "ssh_module", ssh_module)
+    early.start([("pve1", "127.0.0.1", opts(tmp_path))])
+    for _ in range(100):  # a second at most, while the handshake is held open
+        if imported_during:
+            break
+        threading.Event().wait(0.01)
+    handshake_done.set()
+    assert imported_during[:1] == [True]

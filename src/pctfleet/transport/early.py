@@ -171,6 +171,10 @@ def start(nodes: Iterable[Key]) -> int:
             jobs.put((key, port, future))
             count += 1
         STARTED[0] += count
+    if count:
+        # paramiko loads while the TCP handshakes and sshd's banners are in flight:
+        # with 50 ms each way that is a round trip off every early login.
+        threading.Thread(target=ssh_module, name="pctfleet-ssh-import", daemon=True).start()
     for _ in range(min(AT_ONCE, count)):
         threading.Thread(target=_work, args=(jobs,), name="pctfleet-early", daemon=True).start()
     return count
