@@ -86,3 +86,19 @@ def test_the_programs_keep_dataclass_methods_compiled_beside_the_bytecode():
     assert done.returncode == 0, done.stderr
     assert methodcache.MethodCache(path).codes, "the first start wrote nothing"
     assert path.stat().st_mode & 0o077 == 0
+
+
+def test_ctrl_c_while_threads_finish_keeps_the_code_and_prints_no_traceback():
+    script = """
+    import _thread, sys, threading, time
+    import pctfleet.cli.main
+    def interrupt():
+        time.sleep(0.8)  # the command is over: the main thread waits for the sleeper
+        _thread.interrupt_main()
+    threading.Thread(target=interrupt, daemon=True).start()
+    threading.Thread(target=time.sleep, args=(3,)).start()  # still running at exit
+    sys.argv = ["pctfleet", "lab", "--help"]
+    """
+    done = _console(script)
+    assert done.returncode == exitcodes.INTERRUPTED, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr

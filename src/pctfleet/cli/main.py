@@ -133,7 +133,10 @@ def leave(code: int) -> None:
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is None:  # an interpreter without the hook: the usual exit
         sys.exit(code)
-    shutdown()
+    try:
+        shutdown()
+    except KeyboardInterrupt:  # Ctrl-C while threads finish: the run's own code, no traceback
+        code = code or exitcodes.INTERRUPTED
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
