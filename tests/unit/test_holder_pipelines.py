@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from pctfleet.sh import library
+from tests.unit.test_server_scripts import _Health
 
 SHELLS = ["dash", "bash"]
 
@@ -192,18 +193,6 @@ def test_a_real_listener_is_found_as_before_and_no_listener_is_nothing(shell: st
         ref, new = both(shell, "holder_lines", "/proc", "/nonexistent", port, "")
         assert new == ref and ref.startswith(f"{os.getpid()}\t".encode())
     assert both(shell, "holder_lines", "/proc", "/nonexistent", port, "") == (b"", b"")
-
-
-class _Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        codes = {"/health": 200, "/sick": 503, "/moved": 302}
-        self.send_response(codes.get(self.path, 404))
-        if self.path == "/moved":
-            self.send_header("Location", "/health")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
