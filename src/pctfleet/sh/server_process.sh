@@ -10,7 +10,7 @@
 # spec are the unit's (they outlast a restart; /run not).
 # inputs: PIDFILE NAME ENV_FILE READY_URL PORT STALE_PIDFILES
 # uses: kv pidfile http listener unit
-# shellcheck disable=SC2154 # ft_text and lp_pid: set by lib/pidfile.sh
+# shellcheck disable=SC2154 # ft_text and lp_pid: set by lib/pidfile.sh, ph_status by lib/http.sh
 sp_alive() {  # pid
   pf_kv alive 1
   if pctfleet_pid_marked "$1" "$NAME"; then pf_kv ours 1; sp_ours=1; fi
@@ -47,7 +47,10 @@ if [ -n "$ENV_FILE" ]; then
     pf_kv envfile_sha none
   fi
 fi
-if [ -n "$READY_URL" ] && [ -n "$pid" ]; then pf_kv health "$(pctfleet_http "$READY_URL")"; fi
+if [ -n "$READY_URL" ] && [ -n "$pid" ]; then
+  pctfleet_http_read "$READY_URL"
+  pf_kv health "$ph_status"
+fi
 sp_holders=$(
   pctfleet_holder_lines /proc /dev "$PORT" "$STALE_PIDFILES"
   if [ -n "$NAME" ] && [ -n "$pid" ] && [ -z "$sp_ours" ]; then  # sp_alive looked
