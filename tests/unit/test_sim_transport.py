@@ -16,12 +16,14 @@ from pctfleet.run.playbookrun import RunRequest, execute, prepare
 from pctfleet.transport.base import CommandTimeout
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.transport.sim import (
+    CannedAnswers,
     SimNode,
     SimTarget,
     answer_probe,
     build_sim_fleet,
     converged_answers,
     converged_reading,
+    snippet_key,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,6 +132,17 @@ def test_probe_scripts_are_answered_snippet_by_snippet():
     assert facts["t1"].output == "one" and facts["t1"].status == 0
     assert facts["t2"].fields() == {"a": "1", "b": "2"}
     assert facts["t3"].output == ""
+
+
+def test_canned_answers_print_what_the_plain_answers_print():
+    readings = {"echo one": "one", "echo two": "a=1\nb=x y=z\n", "echo empty": "e=\n"}
+    canned = CannedAnswers({snippet_key(k): v for k, v in readings.items()})
+    script = probe.build_script({f"t{i}": s for i, s in enumerate([*readings, "unknown"])})
+    printed = answer_probe(script, canned)
+    assert printed == answer_probe(script, readings.get)
+    assert [canned(s) for s in readings] == list(readings.values())
+    facts = probe.parse_output(printed, probe.nonce_of(script))
+    assert facts["t1"].fields() == {"a": "1", "b": "x y=z"} and facts["t3"].output == ""
 
 
 def test_run_script_answers_through_the_target():
