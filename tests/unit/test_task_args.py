@@ -182,3 +182,22 @@ def test_a_template_reading_through_variables_or_impure_is_never_confused(tmp_pa
     assert task_args(loop, {"items": items}, base, "w").data == b"xy"
     items.append("z")  # the same list, changed in place: a loop is no pure template
     assert task_args(loop, {"items": items}, base, "w").data == b"xyz"
+
+
+def test_a_template_is_looked_for_in_the_role_then_the_playbook_in_order(tmp_path):
+    from pctfleet.errors import PlaybookError
+    from pctfleet.modules.args import Context
+    from pctfleet.modules.copy import _find_template
+
+    book, role = tmp_path / "book", tmp_path / "role"
+    places = [role / "templates", book / "templates", book, tmp_path / "templates"]
+    for place in places:
+        place.mkdir(parents=True, exist_ok=True)
+    ctx = Context(str(book), {"role_path": str(role)})
+    for place in places:  # each found while every place before it lacks the file
+        (place / "t.j2").write_text("x")
+    for place in places:
+        assert _find_template("t.j2", ctx, "w") == place / "t.j2"
+        (place / "t.j2").unlink()
+    with pytest.raises(PlaybookError, match="t.j2 not found .*role/templates, .*book/templates"):
+        _find_template("t.j2", ctx, "w")

@@ -158,15 +158,11 @@ def _bases(ctx: Context) -> list[Path]:
 
 
 def _find_template(src: str, ctx: Context, where: str) -> Path:
-    base = Path(ctx.base_dir)
+    role = ctx.variables.get("role_path")
     candidates = (
-        [Path(src).expanduser()]
+        (Path(src).expanduser(),)  # $HOME is read each time
         if src.startswith(("/", "~"))
-        else [
-            *(b / "templates" / src for b in _bases(ctx)),
-            base / src,
-            base.parent / "templates" / src,
-        ]
+        else _template_candidates(src, role if isinstance(role, str) else None, ctx.base_dir)
     )
     for path in candidates:
         if path.is_file():
@@ -175,6 +171,14 @@ def _find_template(src: str, ctx: Context, where: str) -> Path:
         f"template: {src} not found (looked in {', '.join(str(c.parent) for c in candidates)})",
         where=where,
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _template_candidates(src: str, role: str | None, base_dir: str) -> tuple[Path, ...]:
+    """Where a relative `src` is looked for, in order (the same paths for every container)."""
+    base = Path(base_dir)
+    bases = [*([Path(role)] if role is not None else []), base]
+    return (*(b / "templates" / src for b in bases), base / src, base.parent / "templates" / src)
 
 
 @dataclass(frozen=True)
