@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from pctfleet.transport.sim import (
     converged_answers,
     converged_reading,
     snippet_key,
+    snippets,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,6 +145,32 @@ def test_canned_answers_print_what_the_plain_answers_print():
     assert [canned(s) for s in readings] == list(readings.values())
     facts = probe.parse_output(printed, probe.nonce_of(script))
     assert facts["t1"].fields() == {"a": "1", "b": "x y=z"} and facts["t3"].output == ""
+
+
+# The layout build_script writes, as one pattern: what `snippets` must find, no more, no less.
+_REFERENCE = re.compile(
+    r"printf '\\036pctfleet-fact-begin %s %s\\n' (?P<nonce>[0-9a-f]*) '(?P<key>[^']*)'\n"
+    r"\(\n(?P<body>.*?)\n\) </dev/null 2>/dev/null\n"
+    r"printf '\\036pctfleet-fact-end ",
+    re.DOTALL,
+)
+
+
+def test_snippets_are_found_as_the_layouts_pattern_finds_them():
+    tricky = {
+        "t1": "echo one",
+        "t2": "",
+        "t3": "printf '\\036pctfleet-fact-begin %s %s\\n' ab 'x'\n(\necho fake\n"
+        ") </dev/null 2>/dev/null\nprintf '\\036pctfleet-fact-end %s' ab",
+        "t4": "a\n) </dev/null 2>/dev/null\necho inner close",
+        "t5": "cat <<'EOF'\n(\nEOF",
+    }
+    script = probe.build_script(tricky)
+    broken = script.replace("'t2'\n(", "'t2' (")  # a begin with no body: skipped
+    for text in (script, broken, script[: len(script) // 2], ""):
+        found = [m.group("nonce", "key", "body") for m in _REFERENCE.finditer(text)]
+        assert list(snippets(text)) == found
+    assert [key for _, key, _ in snippets(script)] == list(tricky)
 
 
 def test_run_script_answers_through_the_target():

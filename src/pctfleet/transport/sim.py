@@ -36,13 +36,12 @@ from typing import Any
 from pctfleet.facts.kv import encode_lines
 from pctfleet.transport.base import SCRIPT_ARGV, CommandTimeout, Sinks, Stdin, Target
 
-# One snippet of a probe script, as pctfleet.facts.script.build_script lays it out.
-_SNIPPET = re.compile(
-    r"printf '\\036pctfleet-fact-begin %s %s\\n' (?P<nonce>[0-9a-f]*) '(?P<key>[^']*)'\n"
-    r"\(\n(?P<body>.*?)\n\) </dev/null 2>/dev/null\n"
-    r"printf '\\036pctfleet-fact-end ",
-    re.DOTALL,
-)
+# One snippet of a probe script, as pctfleet.facts.script.build_script lays it out:
+# _BEGIN, the nonce and key (_HEAD), the body, _CLOSE. Found with str.find, not one
+# regular expression: a probe is some 36 kB, which a `.*?` body walks character by character.
+_BEGIN = "printf '\\036pctfleet-fact-begin %s %s\\n' "
+_HEAD = re.compile(r"(?P<nonce>[0-9a-f]*) '(?P<key>[^']*)'\n\(\n")
+_CLOSE = "\n) </dev/null 2>/dev/null\nprintf '\\036pctfleet-fact-end "
 
 Answer = Callable[[str], "str | None"]
 
@@ -105,12 +104,25 @@ def answer_probe(script: str, answer: Answer) -> str:
     """
     printed = answer.printed if isinstance(answer, CannedAnswers) else None
     parts = []
-    for match in _SNIPPET.finditer(script):
-        key, nonce, body = match.group("key", "nonce", "body")
+    for nonce, key, body in snippets(script):
         output = printed(body) if printed else encode_lines(answer(body) or "")
         begin, end = f"\x1epctfleet-fact-begin {nonce}", f"\x1epctfleet-fact-end {nonce}"
         parts.append(f"{begin} {key}\n{output}{end} {key} 0\n")
     return "".join(parts)
+
+
+def snippets(script: str) -> Iterator[tuple[str, str, str]]:
+    """Each snippet's nonce, key and body, in order: the shortest body that a close
+    follows, the search going on after it (as a non-greedy pattern's matches would)."""
+    pos = script.find(_BEGIN)
+    while pos >= 0:
+        head = _HEAD.match(script, pos + len(_BEGIN))
+        close = script.find(_CLOSE, head.end()) if head else -1
+        if close < 0:
+            pos = script.find(_BEGIN, pos + 1)
+            continue
+        yield head.group("nonce"), head.group("key"), script[head.end() : close]
+        pos = script.find(_BEGIN, close + len(_CLOSE))
 
 
 class CannedAnswers:
