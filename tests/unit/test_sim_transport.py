@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -16,12 +17,15 @@ from pctfleet.run.playbookrun import RunRequest, execute, prepare
 from pctfleet.transport.base import CommandTimeout
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.transport.sim import (
+    CannedAnswers,
     SimNode,
     SimTarget,
     answer_probe,
     build_sim_fleet,
     converged_answers,
     converged_reading,
+    snippet_key,
+    snippets,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,6 +134,43 @@ def test_probe_scripts_are_answered_snippet_by_snippet():
     assert facts["t1"].output == "one" and facts["t1"].status == 0
     assert facts["t2"].fields() == {"a": "1", "b": "2"}
     assert facts["t3"].output == ""
+
+
+def test_canned_answers_print_what_the_plain_answers_print():
+    readings = {"echo one": "one", "echo two": "a=1\nb=x y=z\n", "echo empty": "e=\n"}
+    canned = CannedAnswers({snippet_key(k): v for k, v in readings.items()})
+    script = probe.build_script({f"t{i}": s for i, s in enumerate([*readings, "unknown"])})
+    printed = answer_probe(script, canned)
+    assert printed == answer_probe(script, readings.get)
+    assert [canned(s) for s in readings] == list(readings.values())
+    facts = probe.parse_output(printed, probe.nonce_of(script))
+    assert facts["t1"].fields() == {"a": "1", "b": "x y=z"} and facts["t3"].output == ""
+
+
+# The layout build_script writes, as one pattern: what `snippets` must find, no more, no less.
+_REFERENCE = re.compile(
+    r"printf '\\036pctfleet-fact-begin %s %s\\n' (?P<nonce>[0-9a-f]*) '(?P<key>[^']*)'\n"
+    r"\(\n(?P<body>.*?)\n\) </dev/null 2>/dev/null\n"
+    r"printf '\\036pctfleet-fact-end ",
+    re.DOTALL,
+)
+
+
+def test_snippets_are_found_as_the_layouts_pattern_finds_them():
+    tricky = {
+        "t1": "echo one",
+        "t2": "",
+        "t3": "printf '\\036pctfleet-fact-begin %s %s\\n' ab 'x'\n(\necho fake\n"
+        ") </dev/null 2>/dev/null\nprintf '\\036pctfleet-fact-end %s' ab",
+        "t4": "a\n) </dev/null 2>/dev/null\necho inner close",
+        "t5": "cat <<'EOF'\n(\nEOF",
+    }
+    script = probe.build_script(tricky)
+    broken = script.replace("'t2'\n(", "'t2' (")  # a begin with no body: skipped
+    for text in (script, broken, script[: len(script) // 2], ""):
+        found = [m.group("nonce", "key", "body") for m in _REFERENCE.finditer(text)]
+        assert list(snippets(text)) == found
+    assert [key for _, key, _ in snippets(script)] == list(tricky)
 
 
 def test_run_script_answers_through_the_target():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import textwrap
 
@@ -129,3 +130,74 @@ def test_a_secret_anywhere_in_the_scope_is_hidden_from_every_text_of_a_result():
         "lines": ["nothing", f"x {REDACTED}"],
     }
     assert redact_data(data, scope) == redact_data(data, hide)
+
+
+def _rewrite(path, content: str, later: int = 0) -> None:
+    """New bytes under the same name, its mtime put back (+ `later` s): only the ctime tells."""
+    before = path.stat()
+    path.write_text(content)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + later * 10**9))
+
+
+def test_copy_and_template_files_are_read_once_until_they_change(tmp_path, parses):
+    copy, template = _tasks(
+        tmp_path,
+        """\
+        - copy: {src: '{{ code }}', dest: /opt/app.py}
+        - template: {src: env.j2, dest: '/etc/{{ label }}.env'}
+        """,
+    )
+    (tmp_path / "app.py").write_text("print(1)\n")
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "env.j2").write_text("PORT={{ port }}\n")
+    base, code = str(tmp_path), str(tmp_path / "app.py")
+    first = task_args(copy, {"code": code, "label": "a"}, base, "w")
+    assert task_args(copy, {"code": code, "label": "b"}, base, "w") is first
+    assert first.data == b"print(1)\n"
+    one = task_args(template, {"port": 1, "label": "a"}, base, "w")
+    assert task_args(template, {"port": 1, "label": "a"}, base, "w") is one
+    assert task_args(template, {"port": 2, "label": "a"}, base, "w").data == b"PORT=2\n"
+    assert len(parses) == 3
+    _rewrite(tmp_path / "app.py", "print(2)\n")
+    _rewrite(tmp_path / "templates" / "env.j2", "PORT={{ port }}!\n", later=1)  # jinja: mtime
+    assert task_args(copy, {"code": code, "label": "a"}, base, "w").data == b"print(2)\n"
+    assert task_args(template, {"port": 1, "label": "a"}, base, "w").data == b"PORT=1!\n"
+
+
+def test_a_template_reading_through_variables_or_impure_is_never_confused(tmp_path, parses):
+    pure, loop = _tasks(
+        tmp_path,
+        """\
+        - template: {src: pure.j2, dest: /etc/a}
+        - template: {src: loop.j2, dest: /etc/b}
+        """,
+    )
+    (tmp_path / "pure.j2").write_text("{% if on %}{{ app }}{% endif %}\n")
+    (tmp_path / "loop.j2").write_text("{% for x in items %}{{ x }}{% endfor %}\n")
+    base, app = str(tmp_path), "{{ root }}/app"
+    assert task_args(pure, {"on": True, "app": app, "root": "/a"}, base, "w").data == b"/a/app"
+    assert task_args(pure, {"on": True, "app": app, "root": "/b"}, base, "w").data == b"/b/app"
+    assert task_args(pure, {"on": False, "app": app, "root": "/b"}, base, "w").data == b""
+    items = ["x", "y"]
+    assert task_args(loop, {"items": items}, base, "w").data == b"xy"
+    items.append("z")  # the same list, changed in place: a loop is no pure template
+    assert task_args(loop, {"items": items}, base, "w").data == b"xyz"
+
+
+def test_a_template_is_looked_for_in_the_role_then_the_playbook_in_order(tmp_path):
+    from pctfleet.errors import PlaybookError
+    from pctfleet.modules.args import Context
+    from pctfleet.modules.copy import _find_template
+
+    book, role = tmp_path / "book", tmp_path / "role"
+    places = [role / "templates", book / "templates", book, tmp_path / "templates"]
+    for place in places:
+        place.mkdir(parents=True, exist_ok=True)
+    ctx = Context(str(book), {"role_path": str(role)})
+    for place in places:  # each found while every place before it lacks the file
+        (place / "t.j2").write_text("x")
+    for place in places:
+        assert _find_template("t.j2", ctx, "w") == place / "t.j2"
+        (place / "t.j2").unlink()
+    with pytest.raises(PlaybookError, match="t.j2 not found .*role/templates, .*book/templates"):
+        _find_template("t.j2", ctx, "w")

@@ -76,6 +76,15 @@ class Args:
         return found
 
     @classmethod
+    def context_key(
+        cls, raw: Mapping[str, Any], variables: Mapping[str, Any], base_dir: str
+    ) -> tuple[frozenset[str], tuple] | None:
+        """What parsing the task's arguments `raw` (as written) reads besides their
+        rendered values, told before they are parsed: the variables it reads and a key
+        for the controller's files; None when that cannot be told (parsed anew each time)."""
+        return None if cls.reads_context else (frozenset(), ())
+
+    @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
         """The typed arguments of one task; every problem is a one-line PlaybookError."""
         given = dict(raw)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,8 @@ from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World, mode_string
 from pctfleet.modules.file import PathState, attribute_fixes, path_state, stat_probe
 from pctfleet.modules.textfile import TEXT_LIMIT, backup_name
+from pctfleet.playbook.rendermemo import pure_names
+from pctfleet.playbook.templating import render, render_template_file, template_env
 from pctfleet.sh import snippet
 
 DIFF_LIMIT = 64 * 1024
@@ -48,6 +52,34 @@ class ContentArgs(Args):
             dest += Path(args.src).name
         return dataclasses.replace(args, dest=dest, data=args.read(ctx, where))
 
+    @classmethod
+    def context_key(
+        cls, raw: Mapping[str, Any], variables: Mapping[str, Any], base_dir: str
+    ) -> tuple[frozenset[str], tuple] | None:
+        """Without `src` nothing; with it `role_path` (where it is looked for), the
+        file's stat (any write changes its ctime: new bytes, a new key) and for a
+        template the variables it reads. None where that cannot be told now."""
+        if "src" not in raw:
+            return frozenset(), ()
+        try:
+            src = text(render(raw["src"], variables, where=""), "")
+            path = cls.locate(src, Context(base_dir, variables), "")
+            stamp = _stamp(path)
+            names = cls.file_names(path, stamp)
+        except Exception:  # noqa: BLE001 - parsing reports it, with its own `where`
+            return None
+        return None if names is None else (names | {"role_path"}, (str(path), stamp))
+
+    @classmethod
+    def locate(cls, src: str, ctx: Context, where: str) -> Path:
+        """The controller file `src` names."""
+        raise NotImplementedError
+
+    @classmethod
+    def file_names(cls, path: Path, stamp: tuple) -> frozenset[str] | None:
+        """The variables the file's bytes depend on (a plain copy: none)."""
+        return frozenset()
+
     def check(self, ctx: Context, where: str) -> None:
         if not self.dest.startswith("/"):
             raise self.fail(f"'dest' must be an absolute path, got {self.dest!r}", where)
@@ -70,10 +102,7 @@ class CopyArgs(ContentArgs):
             return self.content.encode()
         if not self.src:
             raise PlaybookError("copy needs 'content' or 'src'", where=where)
-        path = Path(self.src).expanduser()
-        if not path.is_absolute():
-            found = [b / "files" / path for b in _bases(ctx)] + [Path(ctx.base_dir) / path]
-            path = next((p for p in found if p.exists()), found[-1])
+        path = self.locate(self.src, ctx, where)
         try:
             return path.read_bytes()
         except OSError as exc:
@@ -82,15 +111,44 @@ class CopyArgs(ContentArgs):
             ) from None
 
 
+    @classmethod
+    def locate(cls, src: str, ctx: Context, where: str) -> Path:
+        path = Path(src).expanduser()
+        if not path.is_absolute():
+            found = [b / "files" / path for b in _bases(ctx)] + [Path(ctx.base_dir) / path]
+            path = next((p for p in found if p.exists()), found[-1])
+        return path
+
+
 @dataclass(frozen=True)
 class TemplateArgs(ContentArgs):
     def read(self, ctx: Context, where: str) -> bytes:
         if not self.src:
             raise PlaybookError("module 'template' needs 'src'", where=where)
-        from pctfleet.playbook.templating import render_template_file
-
-        path = _find_template(self.src, ctx, where)
+        path = self.locate(self.src, ctx, where)
         return render_template_file(path, ctx.variables, where=where).encode()
+
+    @classmethod
+    def locate(cls, src: str, ctx: Context, where: str) -> Path:
+        return _find_template(src, ctx, where)
+
+    @classmethod
+    def file_names(cls, path: Path, stamp: tuple) -> frozenset[str] | None:
+        return _template_names(str(path), stamp)
+
+
+def _stamp(path: Path) -> tuple:
+    """A controller file's identity and version: a write changes its ctime (and size)."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _template_names(path: str, stamp: tuple) -> frozenset[str] | None:
+    """The variables a template file reads, None unless it is pure (no include, loop
+    or call: `rendermemo.pure_names`); once per version of the file."""
+    source = Path(path).read_text(encoding="utf-8")
+    return pure_names(template_env(str(Path(path).parent)), source)
 
 
 def _bases(ctx: Context) -> list[Path]:
@@ -100,15 +158,11 @@ def _bases(ctx: Context) -> list[Path]:
 
 
 def _find_template(src: str, ctx: Context, where: str) -> Path:
-    base = Path(ctx.base_dir)
+    role = ctx.variables.get("role_path")
     candidates = (
-        [Path(src).expanduser()]
+        (Path(src).expanduser(),)  # $HOME is read each time
         if src.startswith(("/", "~"))
-        else [
-            *(b / "templates" / src for b in _bases(ctx)),
-            base / src,
-            base.parent / "templates" / src,
-        ]
+        else _template_candidates(src, role if isinstance(role, str) else None, ctx.base_dir)
     )
     for path in candidates:
         if path.is_file():
@@ -117,6 +171,14 @@ def _find_template(src: str, ctx: Context, where: str) -> Path:
         f"template: {src} not found (looked in {', '.join(str(c.parent) for c in candidates)})",
         where=where,
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _template_candidates(src: str, role: str | None, base_dir: str) -> tuple[Path, ...]:
+    """Where a relative `src` is looked for, in order (the same paths for every container)."""
+    base = Path(base_dir)
+    bases = [*([Path(role)] if role is not None else []), base]
+    return (*(b / "templates" / src for b in bases), base / src, base.parent / "templates" / src)
 
 
 @dataclass(frozen=True)

@@ -503,6 +503,11 @@ def _file_env(folder: str) -> jinja2.Environment:
     return _make_env(jinja2.FileSystemLoader([folder]))
 
 
+def template_env(folder: str) -> jinja2.Environment:
+    """The environment template files in `folder` are rendered with."""
+    return _file_env(folder)
+
+
 def render_template_file(path: str | Path, variables: Mapping[str, Any], *, where: str) -> str:
     """Render a template file to text (the template module finds it). Errors name the
     template's file and line: `where: templates/env.j2:3: undefined variable 'x'`."""

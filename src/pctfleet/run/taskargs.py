@@ -9,9 +9,10 @@ through the variables they read), a scalar by its type and value, anything else 
 identity (the entry holds it, so its id stays its own).
 
 Kept only when that is all that decides it: every template reached is pure
-(`rendermemo.pure_names`: no call, lookup or impure filter), the module's arguments
-do not read the variables or the controller's files (`Args.reads_context`), and
-`delegate_to` is not templated. A failure is never kept: it is raised again,
+(`rendermemo.pure_names`: no call, lookup or impure filter), what the module's
+parsing reads besides its arguments can be told in advance (`Args.context_key`: the
+variables a template file reads, a controller file by its stat), and `delegate_to` is
+not templated. A failure is never kept: it is raised again,
 with its own `where`, for each container.
 """
 
@@ -62,12 +63,15 @@ def _key(task: Any, scope: Mapping[str, Any], base_dir: str) -> tuple[tuple | No
     (None, ()) when something else may decide them too."""
     module = REGISTRY.get(task.module)
     written = getattr(task, "delegate_to", None)
-    if module is None or module.Args.reads_context or (written and "{" in str(written)):
+    if module is None or (written and "{" in str(written)):
         return None, ()
     todo = _names(task.args)  # walked once: the task's args are the same object every time
     if todo is _IMPURE:
         return None, ()
-    todo, seen, parts, keep = list(todo), set(), [], [task]
+    context = module.Args.context_key(task.args, scope, base_dir)
+    if context is None:
+        return None, ()
+    todo, seen, parts, keep = [*todo, *context[0]], set(), [], [task]
     while todo:
         name = todo.pop()
         if name in seen:
@@ -84,7 +88,7 @@ def _key(task: Any, scope: Mapping[str, Any], base_dir: str) -> tuple[tuple | No
             parts.append((name, id(value)))
             keep.append(value)
     parts.sort(key=lambda part: part[0])
-    return (id(task), base_dir, tuple(parts)), tuple(keep)
+    return (id(task), base_dir, tuple(parts), context[1]), tuple(keep)
 
 
 def _names(value: Any) -> Any:

@@ -36,13 +36,12 @@ from typing import Any
 from pctfleet.facts.kv import encode_lines
 from pctfleet.transport.base import SCRIPT_ARGV, CommandTimeout, Sinks, Stdin, Target
 
-# One snippet of a probe script, as pctfleet.facts.script.build_script lays it out.
-_SNIPPET = re.compile(
-    r"printf '\\036pctfleet-fact-begin %s %s\\n' (?P<nonce>[0-9a-f]*) '(?P<key>[^']*)'\n"
-    r"\(\n(?P<body>.*?)\n\) </dev/null 2>/dev/null\n"
-    r"printf '\\036pctfleet-fact-end ",
-    re.DOTALL,
-)
+# One snippet of a probe script, as pctfleet.facts.script.build_script lays it out:
+# _BEGIN, the nonce and key (_HEAD), the body, _CLOSE. Found with str.find, not one
+# regular expression: a probe is some 36 kB, which a `.*?` body walks character by character.
+_BEGIN = "printf '\\036pctfleet-fact-begin %s %s\\n' "
+_HEAD = re.compile(r"(?P<nonce>[0-9a-f]*) '(?P<key>[^']*)'\n\(\n")
+_CLOSE = "\n) </dev/null 2>/dev/null\nprintf '\\036pctfleet-fact-end "
 
 Answer = Callable[[str], "str | None"]
 
@@ -103,13 +102,43 @@ def answer_probe(script: str, answer: Answer) -> str:
     A snippet `answer` does not know (None) prints nothing and exits 0. Answers
     are plain `key=value` lines: they are encoded here as `pf_kv` would print them.
     """
+    printed = answer.printed if isinstance(answer, CannedAnswers) else None
     parts = []
-    for match in _SNIPPET.finditer(script):
-        key, nonce = match.group("key"), match.group("nonce")
-        output = encode_lines(answer(match.group("body")) or "")
+    for nonce, key, body in snippets(script):
+        output = printed(body) if printed else encode_lines(answer(body) or "")
         begin, end = f"\x1epctfleet-fact-begin {nonce}", f"\x1epctfleet-fact-end {nonce}"
         parts.append(f"{begin} {key}\n{output}{end} {key} 0\n")
     return "".join(parts)
+
+
+def snippets(script: str) -> Iterator[tuple[str, str, str]]:
+    """Each snippet's nonce, key and body, in order: the shortest body that a close
+    follows, the search going on after it (as a non-greedy pattern's matches would)."""
+    pos = script.find(_BEGIN)
+    while pos >= 0:
+        head = _HEAD.match(script, pos + len(_BEGIN))
+        close = script.find(_CLOSE, head.end()) if head else -1
+        if close < 0:
+            pos = script.find(_BEGIN, pos + 1)
+            continue
+        yield head.group("nonce"), head.group("key"), script[head.end() : close]
+        pos = script.find(_BEGIN, close + len(_CLOSE))
+
+
+class CannedAnswers:
+    """An `Answer` from a table of readings (plain `key=value` lines by `snippet_key`),
+    each also kept as the probe prints it: encoded once, not at every call."""
+
+    def __init__(self, table: dict[bytes, str]) -> None:
+        self._plain = table
+        self._printed = {key: encode_lines(reading) for key, reading in table.items()}
+
+    def __call__(self, snippet: str) -> str | None:
+        return self._plain.get(snippet_key(snippet))
+
+    def printed(self, snippet: str) -> str:
+        """`encode_lines(self(snippet) or "")`."""
+        return self._printed.get(snippet_key(snippet), "")
 
 
 class SimTarget(Target):
@@ -195,13 +224,15 @@ def converged_reading(name: str, module: Any, args: Any, world: Any) -> str:
     return "".join(f"{key}={value}\n" for key, value in fields.items())
 
 
-def _magic(prepared: Any, play: Any, members: list) -> Any:
-    """The play's magic variables, built once per play for all its containers."""
+def _magic(prepared: Any, play: Any, members: list) -> tuple[Any, frozenset]:
+    """The play's magic variables and its containers' keys, built once per play for
+    all its containers (not once per container: a fleet of 10,000 asks 10,000 times)."""
     from pctfleet.run.playbookrun import play_magic
 
     built = prepared.__dict__.setdefault("_sim_magic", {})
     if id(play) not in built:
-        built[id(play)] = play_magic(prepared.request, members)
+        keys = frozenset(c.key for c in members)
+        built[id(play)] = (play_magic(prepared.request, members), keys)
     return built[id(play)]
 
 
@@ -221,9 +252,9 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
     options = prepared.request.options
     table: dict[bytes, str] = {}
     for play, members in prepared.plays:
-        if container.key not in {c.key for c in members}:
+        magic, keys = _magic(prepared, play, members)
+        if container.key not in keys:
             continue
-        magic = _magic(prepared, play, members)
         inventory = prepared.request.inventory
         variables = container_vars(inventory, container, play, options.extra_vars, magic)
         world = World()
@@ -242,7 +273,7 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
             snippet = module.probe(args, options.diff)
             if snippet:
                 table[snippet_key(snippet)] = converged_reading(task.module, module, args, world)
-    return lambda snippet: table.get(snippet_key(snippet))
+    return CannedAnswers(table)
 
 
 def _instances(tasks: list, variables: dict, base_dir: str) -> list[tuple[Any, dict]]:
