@@ -201,3 +201,53 @@ def test_a_template_is_looked_for_in_the_role_then_the_playbook_in_order(tmp_pat
         (place / "t.j2").unlink()
     with pytest.raises(PlaybookError, match="t.j2 not found .*role/templates, .*book/templates"):
         _find_template("t.j2", ctx, "w")
+
+
+def test_minus_zero_is_not_zero(tmp_path, parses):
+    # -0.0 == 0.0 and hashes alike, but renders "-0.0": a float is keyed by its bits.
+    (task,) = _tasks(tmp_path, "- command: {cmd: 'echo {{ x }}'}\n")
+    assert task_args(task, {"x": 0.0}, ".", "w").cmd == "echo 0.0"
+    assert task_args(task, {"x": -0.0}, ".", "w").cmd == "echo -0.0"
+
+
+def test_the_tables_are_bounded_and_emptied_when_the_run_is_over(tmp_path, parses, monkeypatch):
+    monkeypatch.setattr(taskargs, "LIMIT", 5)
+    (task,) = _tasks(tmp_path, "- command: {cmd: 'echo {{ r.x }} {{ range(3) | list }}'}\n")
+    for n in range(20):  # impure: no entry is ever stored, yet each `r` was walked
+        task_args(task, {"r": {"x": n}}, ".", "w")
+    assert len(taskargs._walks) <= 5
+    (kept,) = _tasks(tmp_path, "- command: {cmd: 'echo {{ s }}'}\n")
+    task_args(kept, {"s": Secret("hunter2")}, ".", "w")
+    assert taskargs._table
+    taskargs.forget()
+    assert not taskargs._table and not taskargs._walks
+
+
+def test_a_run_leaves_nothing_in_the_tables(tmp_path):
+    from pctfleet.inventory import load_inventory
+    from pctfleet.run.engine import RunOptions
+    from pctfleet.run.playbookrun import RunRequest, execute, prepare
+    from pctfleet.transport.options import ConnectOptions
+    from pctfleet.transport.sim import build_sim_fleet, converged_answers
+    from tests.unit.test_per_node import PLAYBOOK
+
+    (tmp_path / "site.yml").write_text(PLAYBOOK)
+    (tmp_path / "inventory.yml").write_text("nodes:\n  pve1: {containers: [200, 201]}\n")
+    inventory = load_inventory(tmp_path / "inventory.yml")
+    request = RunRequest(
+        tmp_path / "site.yml",
+        inventory,
+        list(inventory.select("all")),
+        ConnectOptions(),
+        RunOptions(),
+    )
+    prepared = prepare(request)
+    assert taskargs._table  # preflight's parses, for the engine to find
+
+    def fleet(members, connect):  # noqa: ANN001, ANN202, ARG001
+        return build_sim_fleet(
+            members, latency=0.0, answers=lambda c: converged_answers(prepared, c)
+        )
+
+    assert all(run.status == "ok" for run in execute(prepared, fleet_factory=fleet))
+    assert not taskargs._table and not taskargs._walks

@@ -62,6 +62,13 @@ def pure_names(env: jinja2.Environment, text: str) -> frozenset[str] | None:
     return frozenset(meta.find_undeclared_variables(tree))
 
 
+def scalar_key(value: Any) -> tuple:
+    """A scalar as a key part: its type and value, a float by its exact bits (`-0.0`
+    equals `0.0` and hashes alike, yet renders otherwise)."""
+    kind = type(value)
+    return (kind, value.hex() if kind is float else value)
+
+
 def memo_key(env: jinja2.Environment, text: str, variables: Mapping[str, Any]) -> tuple | None:
     """What decides a pure template's result, or None when the memo must not be used."""
     names = pure_names(env, text)
@@ -75,7 +82,7 @@ def memo_key(env: jinja2.Environment, text: str, variables: Mapping[str, Any]) -
             return None
         if type(value) not in SCALARS:
             return None
-        values.append((name, type(value), value))
+        values.append((name, *scalar_key(value)))
     return (id(env), text, tuple(values))
 
 

@@ -25,6 +25,7 @@ from pctfleet.playbook.templating import (
     redact,
     referenced_names,
 )
+from pctfleet.run import taskargs
 from pctfleet.run.batches import plan_batches
 from pctfleet.run.engine import ContainerEngine, RunOptions
 from pctfleet.run.journal import Journal
@@ -215,6 +216,7 @@ def execute(
                 break
     finally:
         fleet.close()
+        taskargs.forget()
     for run in runs.values():
         run.finish_status()
     return list(runs.values())

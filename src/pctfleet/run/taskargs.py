@@ -27,6 +27,7 @@ from pctfleet.modules.args import Context
 from pctfleet.playbook import rendermemo
 from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.magic import drop_omitted
+from pctfleet.playbook.rendermemo import scalar_key
 from pctfleet.playbook.templating import _ENV, render
 
 LIMIT = 100_000  # entries before the table starts again: bounded memory on any fleet
@@ -58,6 +59,13 @@ def task_args(task: Any, scope: Mapping[str, Any], base_dir: str, where: str) ->
     return args
 
 
+def forget() -> None:
+    """Drop what the tables hold (a run's values, its secrets among them) once it is over."""
+    with _lock:
+        _table.clear()
+        _walks.clear()
+
+
 def _key(task: Any, scope: Mapping[str, Any], base_dir: str) -> tuple[tuple | None, tuple]:
     """What decides the task's arguments in `scope`, and the objects the key names by id;
     (None, ()) when something else may decide them too."""
@@ -83,7 +91,7 @@ def _key(task: Any, scope: Mapping[str, Any], base_dir: str) -> tuple[tuple | No
             return None, ()
         todo.extend(reads)
         if type(value) in _SCALARS:
-            parts.append((name, type(value), value))
+            parts.append((name, *scalar_key(value)))
         else:
             parts.append((name, id(value)))
             keep.append(value)
@@ -107,7 +115,10 @@ def _names(value: Any) -> Any:
     if walked is not None and walked[0] is value:
         return walked[1]
     names = _walk(value)
-    _walks[id(value)] = (value, names)
+    with _lock:
+        if len(_walks) >= LIMIT:  # walks are kept even for keys never stored: bounded too
+            _walks.clear()
+        _walks[id(value)] = (value, names)
     return names
 
 
