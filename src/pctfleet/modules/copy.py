@@ -110,7 +110,6 @@ class CopyArgs(ContentArgs):
                 f"copy: cannot read src {path}: {exc.strerror}", where=where
             ) from None
 
-
     @classmethod
     def locate(cls, src: str, ctx: Context, where: str) -> Path:
         path = Path(src).expanduser()
