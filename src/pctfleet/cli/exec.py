@@ -71,6 +71,7 @@ def _document(outcomes: list[adhoc.ExecOutcome], fleet) -> dict:  # noqa: ANN001
         "results": [x.as_json() for x in outcomes],
         "summary": {s: sum(1 for x in outcomes if x.status == s) for s in statuses},
         "connections": fleet.pool.connections_opened(),
+        "connections_reused": fleet.pool.connections_reused(),
     }
 
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import typer
 
 from pctfleet import exitcodes
-from pctfleet.cli.groups import flag, grouped, opt
+from pctfleet.cli.groups import flag, grouped, opt, use
 from pctfleet.cli.options import Connection, fail
 from pctfleet.textout import visible
 
@@ -89,7 +89,14 @@ class DiscoverOptions:
 
 
 @inventory_app.command("discover")
-@grouped(opts=DiscoverOptions, conn=Connection)
+@grouped(
+    opts=DiscoverOptions,
+    conn=use(
+        Connection,
+        *("user", "port", "identity", "known_hosts", "accept_new_host_keys"),
+        *("timeout", "connect_timeout"),
+    ),
+)
 def discover_command(*, opts: DiscoverOptions, conn: Connection) -> int:
     """List every container on the nodes, from `pct list` and `pct config` (one SSH
     command per node; nothing on the node is changed).

@@ -16,6 +16,7 @@ import typer
 from pctfleet import exitcodes
 from pctfleet.cli import coerce
 from pctfleet.cli.audit import audit_command
+from pctfleet.cli.connections import connections_command
 from pctfleet.cli.doctor import doctor_command
 from pctfleet.cli.examples import examples_last
 from pctfleet.cli.exec import exec_command
@@ -48,6 +49,7 @@ app.command("audit")(audit_command)
 app.command("verify")(verify_command)
 app.command("rollout")(rollout_command)
 app.command("report")(report_command)
+app.command("connections")(connections_command)
 
 
 def _register_subcommands() -> None:

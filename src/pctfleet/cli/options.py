@@ -121,6 +121,15 @@ class Connection:
         10.0,
         min=0.1,
     )
+    persist: float = opt(
+        "--persist",
+        "Keep each node's login this many seconds after the command, for the next "
+        "command to reuse (like OpenSSH ControlPersist; 0: off). "
+        "'pctfleet connections' lists them, --close ends them.",
+        0.0,
+        min=0.0,
+        envvar="PCTFLEET_PERSIST",
+    )
 
     def options(self) -> ConnectOptions:
         return ConnectOptions(
@@ -131,6 +140,7 @@ class Connection:
             accept_new_host_keys=self.accept_new_host_keys,
             connect_timeout=min(self.connect_timeout, self.timeout),
             command_timeout=self.timeout,
+            persist=self.persist,
         )
 
 

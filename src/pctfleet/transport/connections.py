@@ -49,6 +49,7 @@ def node_options(node, cli: ConnectOptions) -> ConnectOptions:  # noqa: ANN001
         connect_timeout=cli.connect_timeout,
         command_timeout=cli.command_timeout,
         ssh_config=cli.ssh_config,
+        persist=cli.persist or None,
     )
 
 
@@ -57,13 +58,38 @@ def container_limit(container) -> int:  # noqa: ANN001
     return getattr(container.node, "max_sessions", None) or DEFAULT_NODE_LIMIT
 
 
+def _nodes(containers: Iterable, cli: ConnectOptions) -> list[tuple[str, str, ConnectOptions]]:
+    """(name, address, options) of each SSH node the containers are on, once each."""
+    nodes = {c.node.name: c.node for c in containers if not isinstance(c.node, LocalNode)}
+    return [(n.name, n.address, node_options(n, cli)) for n in nodes.values()]
+
+
 def start_logins(containers: Iterable, cli: ConnectOptions) -> int:
     """Log in to the containers' nodes in the background (transport/early.py) while
-    the command still loads and renders; the run's connections take those logins."""
+    the command still loads and renders; the run's connections take those logins.
+    With --persist, nodes whose login the keeper holds (transport/keep.py) need none."""
     from pctfleet.transport import early
 
-    nodes = {c.node.name: c.node for c in containers if not isinstance(c.node, LocalNode)}
-    return early.start((n.name, n.address, node_options(n, cli)) for n in nodes.values())
+    nodes = _nodes(containers, cli)
+    _held.clear()  # a new command: ask the keeper afresh
+    if cli.persist > 0:
+        held = _kept_logins(nodes)
+        nodes = [node for node in nodes if node not in held]
+    return early.start(nodes)
+
+
+_held: dict = {}  # the keeper's answer for this command's nodes, asked once
+
+
+def _kept_logins(nodes: list) -> dict:
+    from pctfleet.transport import keep
+
+    path = keep.keeper_socket()
+    missing = [node for node in nodes if node not in _held]
+    if path is not None and missing:
+        found = keep.lookup(path, missing)
+        _held.update({node: found.get(node) for node in missing})
+    return {node: _held[node] for node in nodes if _held.get(node) is not None}
 
 
 def build_fleet(containers: Iterable, cli: ConnectOptions) -> Fleet:
@@ -71,9 +97,8 @@ def build_fleet(containers: Iterable, cli: ConnectOptions) -> Fleet:
 
     The host of `--connection local` gets a LocalTarget: no SSH, no pct.
     """
-    from pctfleet.transport.early import ssh_module  # paramiko and Fabric: loaded to connect
-
-    pool = ssh_module().NodePool()
+    containers = list(containers)
+    pool = _pool(_nodes(containers, cli), cli)
     targets: list[Target] = []
     for container in containers:
         node = container.node
@@ -83,3 +108,18 @@ def build_fleet(containers: Iterable, cli: ConnectOptions) -> Fleet:
         connection = pool.get(node.name, node.address, node_options(node, cli))
         targets.append(PctTarget(connection, container.ctid))
     return Fleet(pool, targets)
+
+
+def _pool(nodes: list, cli: ConnectOptions) -> NodePool:
+    """The nodes' connections: through the keeper's logins under --persist, else our own."""
+    if cli.persist > 0:
+        from pctfleet.transport import keep
+
+        path = keep.keeper_socket()
+        if path is not None:
+            _kept_logins(nodes)
+            held = {node: _held.get(node) for node in nodes if node in _held}
+            return keep.KeepPool(path, held)  # type: ignore[return-value]
+    from pctfleet.transport.early import ssh_module  # paramiko and Fabric: loaded to connect
+
+    return ssh_module().NodePool()

@@ -38,6 +38,8 @@ class ConnectOptions:
     ssh_config: str | None = None
     # (name, value) pairs in ssh_config syntax, from the inventory's ssh_options.
     ssh_options: tuple[tuple[str, str], ...] = ()
+    # Seconds a login is kept for the next command after this one (transport/keep.py).
+    persist: float = 0.0
 
 
 @dataclass(frozen=True)

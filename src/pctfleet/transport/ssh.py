@@ -213,6 +213,15 @@ class NodeConnection:
                 self._slots.append(slot)
                 return slot
 
+    def open(self) -> None:
+        """Log in now rather than at the first command (the connection keeper's way)."""
+        self._release(self._acquire())
+
+    def alive(self) -> bool:
+        """Whether a logged-in connection to the node is up."""
+        with self._cond:
+            return any(slot.alive() for slot in self._slots)
+
     def _refused(self, slot: _Slot) -> bool:
         """sshd refused a channel on `slot`: its cap is the channels open there now.
         False when nothing else was open: then channels are refused outright."""
@@ -303,6 +312,10 @@ class NodePool:
 
     def connections_opened(self) -> dict[str, int]:
         return {name: conn.connections_opened for name, conn in self._nodes.items()}
+
+    def connections_reused(self) -> dict[str, int]:
+        """Kept logins used, by node: none here (transport/keep.py's pool has them)."""
+        return dict.fromkeys(self._nodes, 0)
 
     def close(self) -> None:
         for conn in self._nodes.values():

@@ -15,7 +15,8 @@ pct:// URLs only; every other URL is parsed exactly as before.
 
 Query keys: container (or the path: pct://node/200), node (the name shown in
 reports), identity, known_hosts, accept_new, port, timeout (seconds one
-command may take), connect_timeout, ssh_config, and the check settings of
+command may take), connect_timeout, ssh_config, persist (seconds a login is
+kept for the next session: transport/keep.py), and the check settings of
 `pctfleet.verify.SETTINGS` (venv, server_port, ...).
 """
 
@@ -31,6 +32,7 @@ import pytest
 import testinfra.backend
 from testinfra.backend import base
 
+from pctfleet.transport import keep
 from pctfleet.transport.base import UNREACHED, RunResult, TransportError
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.transport.pct import PctTarget
@@ -43,7 +45,9 @@ DEFAULT_TIMEOUT = 120.0
 TESTINFRA_KEYS = frozenset(
     {"container", "timeout", "ssh_config", "ssh_identity_file", "sudo", "sudo_user"}
 )
-OUR_KEYS = frozenset({"node", "identity", "known_hosts", "accept_new", "port", "connect_timeout"})
+OUR_KEYS = frozenset(
+    {"node", "identity", "known_hosts", "accept_new", "port", "connect_timeout", "persist"}
+)
 QUERY_KEYS = TESTINFRA_KEYS | OUR_KEYS | SETTINGS.keys()
 # Outcomes that hold for the rest of a session: later calls fail at once instead
 # of waiting for another connect timeout per test. A timeout may not recur.
@@ -130,6 +134,7 @@ def spec_from(hostname: str, kw: Mapping[str, Any]) -> PctSpec:
         connect_timeout=_number(where, "connect_timeout", kw.get("connect_timeout"), float) or 10.0,
         command_timeout=_number(where, "timeout", kw.get("timeout"), float) or DEFAULT_TIMEOUT,
         ssh_config=kw.get("ssh_config") or None,
+        persist=_number(where, "persist", kw.get("persist"), float) or 0.0,
     )
     settings = tuple((k, str(kw[k])) for k in SETTINGS if kw.get(k) not in (None, ""))
     return PctSpec(
@@ -180,8 +185,16 @@ def node_connection(spec: PctSpec) -> NodeConnection:
     with _POOL_LOCK:
         conn = _POOL.get(key)
         if conn is None:
-            conn = _POOL[key] = NodeConnection(spec.node, spec.address, spec.options)
+            conn = _POOL[key] = _connection(key)
         return conn
+
+
+def _connection(key: tuple[str, str, ConnectOptions]) -> NodeConnection:
+    """Under `persist`, the keeper's login when it holds one (transport/keep.py)."""
+    path = keep.keeper_socket() if key[2].persist > 0 else None
+    if path is None:
+        return NodeConnection(*key)
+    return keep.kept_or_own(path, key, keep.lookup(path, [key]).get(key))
 
 
 def connections_opened() -> dict[str, int]:
@@ -194,6 +207,10 @@ def close_all() -> None:
     with _POOL_LOCK:
         conns = list(_POOL.values())
         _POOL.clear()
+    path = keep.keeper_socket() if any(c.options.persist > 0 for c in conns) else None
+    if path is not None:
+        keep.close_and_keep(path, conns)
+        return
     for conn in conns:
         conn.close()
 

@@ -130,6 +130,7 @@ def host_spec(node: Any, ctid: int, options: ConnectOptions, settings: Mapping[s
         "ssh_config": options.ssh_config,
         "connect_timeout": options.connect_timeout,
         "timeout": options.command_timeout,
+        "persist": options.persist or None,
     }
     query.update({k: v for k, v in optional.items() if v is not None})
     query.update(settings)

@@ -1,0 +1,70 @@
+"""`pctfleet connections`: the node logins kept by `--persist`, and closing them."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from pctfleet import exitcodes
+from pctfleet.cli.groups import grouped, use
+from pctfleet.cli.options import Output
+
+CloseFlag = Annotated[
+    bool, typer.Option("--close", help="Close every kept login now and end the keeper.")
+]
+
+
+@grouped(out=use(Output, "as_json"))
+def connections_command(*, close: CloseFlag = False, out: Output) -> int:
+    """The node logins kept by `--persist SECONDS` (or PCTFLEET_PERSIST) for the next command.
+
+    A kept login is this user's: a background keeper holds it and closes it
+    SECONDS after its last use, or at --close. Exit 0 also when none is kept.
+
+    Examples:
+
+      pctfleet run site.yml -i fleet.yml --persist 60
+      pctfleet connections
+      pctfleet connections --close
+    """
+    from pctfleet.transport import keep
+
+    path = keep.keeper_socket()
+    answer = keep.ask(path, b"S" if close else b"L", {}) if path is not None else None
+    kept = (answer or {}).get("kept") or []
+    if out.as_json:
+        document = {"keeper_pid": (answer or {}).get("pid"), "kept": kept, "closed": close}
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        _show(kept, close)
+    return exitcodes.OK
+
+
+def _show(kept: list[dict], closed: bool) -> None:
+    from rich.table import Table
+
+    from pctfleet.cli.report import make_console
+    from pctfleet.textout import line
+
+    console = make_console()
+    if not kept:
+        console.print("no kept logins")
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("node", "login", "since", "idle s", "persist s", "running"):
+        table.add_column(column)
+    for item in kept:
+        login = f"{item.get('user')}@{item.get('hostname')}:{item.get('port')}"
+        table.add_row(
+            line(str(item.get("node"))),
+            line(login),
+            str(item.get("since")),
+            str(item.get("idle_s")),
+            f"{item.get('persist_s'):g}",
+            str(item.get("in_flight")),
+        )
+    console.print(table)
+    if closed:
+        console.print(f"closed {len(kept)} kept login(s)")
