@@ -33,7 +33,7 @@ def test_a_group_s_default_can_differ_per_command():
     defaults = {
         name: next(p.default for p in cmd.params if p.name == "timeout")
         for name, cmd in typer.main.get_command(cli.app).commands.items()
-        if name not in {"lab", "runs", "inventory"}  # groups of their own, no connection
+        if name not in {"lab", "runs", "inventory", "connections"}  # no connection options
     }
     assert defaults == {
         "exec": 600.0,

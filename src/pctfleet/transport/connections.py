@@ -116,7 +116,11 @@ def _pool(nodes: list, cli: ConnectOptions) -> NodePool:
         from pctfleet.transport import keep
 
         path = keep.keeper_socket()
-        if path is not None:
+        if path is None:
+            import sys
+
+            sys.stderr.write(f"warning: {keep.unkept_reason()}\n")
+        else:
             _kept_logins(nodes)
             held = {node: _held.get(node) for node in nodes if node in _held}
             return keep.KeepPool(path, held)  # type: ignore[return-value]

@@ -90,11 +90,21 @@ def keeper_socket() -> Path | None:
         str(Path(pctfleet.__file__).parent),
     ]
     name = "k-" + hashlib.sha256("\0".join(who).encode()).hexdigest()[:12] + ".sock"
-    folder = keeper_dir()
-    path = folder / name
-    if len(str(path)) > SOCKET_PATH_MAX or not private_dir(folder):
-        return None
-    return path
+    # A long home leaves no room in a socket address: then a short folder in /tmp,
+    # refused like any other unless this user made it and no one else may enter.
+    for folder in (keeper_dir(), Path(f"/tmp/pctfleet-keep-{os.getuid()}")):
+        path = folder / name
+        if len(str(path)) <= SOCKET_PATH_MAX:
+            return path if private_dir(folder) else None
+    return None
+
+
+def unkept_reason() -> str:
+    """Why keeper_socket() found no place, in a line."""
+    return (
+        f"--persist: no private folder for the connection keeper's socket "
+        f"({keeper_dir()} must be this user's alone, mode 0700); logins are not kept"
+    )
 
 
 # -- which login -----------------------------------------------------------------
