@@ -9,7 +9,8 @@ import time
 from importlib import metadata
 
 SCENARIOS = ["converge", "noop", "noop+latency", "audit", "verify"]
-TOOLS = ["pctfleet", "ansible", "floor"]
+KEPT_TOOL = "pctfleet-kept"  # pctfleet --persist: every node's login kept from a run before
+TOOLS = ["pctfleet", KEPT_TOOL, "ansible", "floor"]
 NOOP_TARGET = 40.0  # Ansible's no-op wall time over pctfleet's, at least
 FLOOR_TARGET = 1.15  # pctfleet's no-op wall time over the floor's, at most
 MIN_PAIRS = 5  # a ratio target is judged on the median of at least this many pairs
@@ -95,7 +96,9 @@ def summarize(samples: list[dict]) -> dict[tuple[str, str, int], dict]:
     return summary
 
 
-def pair_ratios(samples: list[dict], other: str) -> dict[tuple[str, int], list[float]]:
+def pair_ratios(
+    samples: list[dict], other: str, tool: str = "pctfleet"
+) -> dict[tuple[str, int], list[float]]:
     """(scenario, containers) -> one ratio per pair of runs taken back to back.
 
     other "floor": pctfleet's wall time over the floor's; other "ansible":
@@ -110,7 +113,7 @@ def pair_ratios(samples: list[dict], other: str) -> dict[tuple[str, int], list[f
             pairs.setdefault(pair, {})[sample["tool"]] = sample
     out: dict[tuple[str, int], list[float]] = {}
     for runs in pairs.values():
-        pf, theirs = runs.get("pctfleet"), runs.get(other)
+        pf, theirs = runs.get(tool), runs.get(other)
         if not pf or not theirs or not pf["wall_s"] or not theirs["wall_s"]:
             continue
         ratio = (
@@ -134,8 +137,9 @@ def targets(document: dict) -> list[Row]:
     rows: list[Row] = []
     for size, nodes in sizes(document).items():
         where = _where(size, nodes)
-        rows.append(_pair_target(samples, size, where, "ansible"))
-        rows.append(_pair_target(samples, size, where, "floor"))
+        for tool in TOOLS[:2] if summary.get((KEPT_TOOL, "noop", size)) else TOOLS[:1]:
+            rows.append(_pair_target(samples, size, where, "ansible", tool))
+            rows.append(_pair_target(samples, size, where, "floor", tool))
         rows.append(_calls_target(summary.get(("pctfleet", "noop", size)), where))
     rows.append(startup_target(document.get("startup_probe")))
     rows.append(
@@ -147,6 +151,8 @@ def targets(document: dict) -> list[Row]:
     )
     for size, nodes in sizes(document).items():
         rows.append(latency_target(document, summary, size, nodes))
+        if summary.get((KEPT_TOOL, "noop+latency", size)):
+            rows.append(latency_target(document, summary, size, nodes, KEPT_TOOL))
     rows += sim_targets(document.get("simulation") or [])
     return rows
 
@@ -174,13 +180,19 @@ RATIO_TARGETS = {
 }
 
 
-def _pair_target(samples: list[dict], size: int, where: str, other: str) -> Row:
+def _pair_target(
+    samples: list[dict], size: int, where: str, other: str, tool: str = "pctfleet"
+) -> Row:
     compared, target, at_least, none = RATIO_TARGETS[other]
-    label = f"no-op, {where}: {compared} {target:g}x"
-    ratios = pair_ratios(samples, other).get(("noop", size))
+    label = f"no-op, {where}: {compared} {target:g}x{_kept_label(tool)}"
+    ratios = pair_ratios(samples, other, tool).get(("noop", size))
     if not ratios:
         return label, "-", f"not measured: {none}"
     return _ratio_row(label, ratios, target, at_least)
+
+
+def _kept_label(tool: str) -> str:
+    return " (pctfleet --persist: logins kept from the run before)" if tool == KEPT_TOOL else ""
 
 
 def _calls_target(entry: dict | None, where: str) -> Row:
@@ -214,7 +226,9 @@ def startup_target(probe: dict | None) -> Row:
     return label, measured, f"missed: {first - STARTUP_TARGET_S:.3f} s over"
 
 
-def latency_target(document: dict, summary: dict, size: int, nodes: int) -> Row:
+def latency_target(
+    document: dict, summary: dict, size: int, nodes: int, tool: str = "pctfleet"
+) -> Row:
     """Growth of the no-op behind latency, against LATENCY_ROUND_TRIPS round trips.
 
     Nodes are worked on in parallel, so a per-node cost of k round trips
@@ -223,9 +237,10 @@ def latency_target(document: dict, summary: dict, size: int, nodes: int) -> Row:
     """
     ms = (document.get("settings") or {}).get("latency_ms")
     label = f"no-op +latency, {_where(size, nodes)}: grows <= {LATENCY_ROUND_TRIPS} round trips"
+    label += _kept_label(tool)
     base, lat = (
-        summary.get(("pctfleet", "noop", size)),
-        summary.get(("pctfleet", "noop+latency", size)),
+        summary.get((tool, "noop", size)),
+        summary.get((tool, "noop+latency", size)),
     )
     if not ms or not base or not lat:
         return label, "-", "not measured: no no-op behind latency"
@@ -456,6 +471,11 @@ def markdown(document: dict) -> str:
         "",
         _md_table(LAB_HEADER, lab_rows(document)),
         "",
+        f"`{KEPT_TOOL}` is the same `pctfleet run` with `--persist`: a run before it (not",
+        "measured) left each node's login with the connection keeper, so it logs in nowhere",
+        "and imports no SSH library. `pctfleet` is a run with nothing kept: every login is",
+        "its own, as on a first run, and so is the floor's.",
+        "",
     ]
     if document.get("simulation"):
         lines += [
@@ -599,6 +619,21 @@ def _headline_size(document: dict, summary: dict, size: int, nodes: int) -> str:
         )
     if fl:
         text += f", {statistics.median(fl):.2f}x a hand-written single-call floor"
+    return text + "." + _headline_kept(document, summary, size)
+
+
+def _headline_kept(document: dict, summary: dict, size: int) -> str:
+    """The same no-op with --persist, on logins kept from the run before."""
+    kept = summary.get((KEPT_TOOL, "noop", size))
+    if not kept:
+        return ""
+    text = f" With `--persist` (logins kept between commands) it takes {kept['wall_s']:.2f} s"
+    an = pair_ratios(document["samples"], "ansible", KEPT_TOOL).get(("noop", size))
+    fl = pair_ratios(document["samples"], "floor", KEPT_TOOL).get(("noop", size))
+    if an:
+        text += f": {statistics.median(an):.1f}x faster than Ansible"
+    if fl:
+        text += f", {statistics.median(fl):.2f}x the floor"
     return text + "."
 
 

@@ -91,11 +91,12 @@ class ClosingChannel(paramiko.Channel):
         super().__init__(7)
         self.transport = transport
         self.requests = requests
+        transport._send_user_message = self.run  # the exec request: the command runs
 
     def get_transport(self) -> paramiko.Transport:
         return self.transport
 
-    def exec_command(self, command: str) -> None:  # noqa: ARG002
+    def run(self, m: paramiko.Message) -> None:  # noqa: ARG002
         for m in self.requests:
             deliver(self.transport, self, m)
         self.eof_received = True
@@ -124,3 +125,42 @@ def test_exit_status_wins_and_no_exit_at_all_stays_unreachable():
     assert pump(ClosingChannel(FakeTransport(), request("exit-status", 4))) == (4, b"")
     with pytest.raises(NodeUnreachable, match="before the command reported its exit"):
         pump(ClosingChannel(FakeTransport()))
+
+
+class SilentSshd(paramiko.Channel):
+    """sshd that never answers the exec request: the command reads stdin, exits 0."""
+
+    def __init__(self, transport: paramiko.Transport) -> None:
+        super().__init__(7)
+        self.transport = transport
+        self.sent: list[object] = []
+        transport._send_user_message = lambda m: self.sent.append("exec")
+
+    def get_transport(self) -> paramiko.Transport:
+        return self.transport
+
+    def sendall(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    def shutdown_write(self) -> None:
+        deliver(self.transport, self, request("exit-status", 0))
+        self.eof_received = True
+        self.closed = True
+
+    def close(self) -> None: ...
+
+
+def test_stdin_follows_the_exec_request_without_waiting_for_its_answer():
+    import threading
+
+    channel = SilentSshd(FakeTransport())
+    done: list[int] = []
+
+    def run() -> None:
+        done.append(pump_channel(channel, "cat", b"data", 5, io.BytesIO(), io.BytesIO(), "n1"))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(5)
+    assert done == [0]  # waiting for the answer would never end
+    assert channel.sent == ["exec", b"data"]

@@ -23,10 +23,13 @@ def connections_command(*, close: CloseFlag = False, out: Output) -> int:
     A kept login is this user's: a background keeper holds it and closes it
     SECONDS after its last use, or at --close. Exit 0 also when none is kept.
 
+    Keep them with --persist on run, provision, audit, report, doctor, exec,
+    verify or rollout, e.g. 'pctfleet audit -i fleet.yml --persist 300'.
+
     Examples:
 
-      pctfleet run site.yml -i fleet.yml --persist 60
       pctfleet connections
+      pctfleet connections --json
       pctfleet connections --close
     """
     from pctfleet.transport import keep

@@ -13,7 +13,7 @@ import time
 from typing import BinaryIO, NamedTuple
 
 import paramiko
-from paramiko.common import MSG_CHANNEL_REQUEST
+from paramiko.common import MSG_CHANNEL_REQUEST, cMSG_CHANNEL_REQUEST
 
 from pctfleet.transport.base import CHUNK, CommandTimeout, NodeUnreachable, Stdin, stdin_chunks
 
@@ -61,6 +61,21 @@ def watch_exit_signals(transport: paramiko.Transport) -> None:
         transport._channel_handler_table = table
 
 
+def start_command(channel: paramiko.Channel, command: str) -> None:
+    """paramiko's exec_command without waiting for sshd's answer: stdin follows at
+    once. sshd handles a channel's messages in order and starts the command before
+    reading the next, so the data reaches it; one round trip less per command. A
+    refused exec closes the channel, which pump_channel reports as before."""
+    m = paramiko.Message()
+    m.add_byte(cMSG_CHANNEL_REQUEST)
+    m.add_int(channel.remote_chanid)
+    m.add_string("exec")
+    m.add_boolean(True)
+    m.add_string(command)
+    channel._event_pending()
+    channel.transport._send_user_message(m)
+
+
 def _feed_stdin(channel: paramiko.Channel, stdin: Stdin) -> None:
     """Send stdin then EOF; runs in its own thread so a full window never deadlocks."""
     try:
@@ -96,7 +111,7 @@ def pump_channel(
     deadline = None if timeout is None else time.monotonic() + timeout
     watch_exit_signals(channel.get_transport())
     try:
-        channel.exec_command(command)
+        start_command(channel, command)
         feeder = threading.Thread(target=_feed_stdin, args=(channel, stdin), daemon=True)
         feeder.start()
         while True:
