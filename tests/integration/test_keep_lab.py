@@ -226,3 +226,15 @@ def test_verify_sessions_reuse_the_kept_login(info, env, inventory) -> None:
     done, logins = cli(info, env, *args)
     assert json.loads(done.stdout)["summary"]["unreachable"] == 0, done.stderr
     assert logins == {"node1": 0, "node2": 0}
+
+
+def test_audit_reads_nodes_and_containers_on_the_kept_login(info, env, inventory) -> None:
+    args = ("audit", "-i", inventory, "--persist", "60", "--json")
+    first, logins = cli(info, env, *args)
+    assert logins == {"node1": 1, "node2": 1}, first.stderr
+    wait_kept(env)
+    second, logins = cli(info, env, *args)
+    assert logins == {"node1": 0, "node2": 0}, second.stderr
+    assert second.returncode == first.returncode
+    statuses = [c["status"] for c in json.loads(second.stdout)["containers"]]
+    assert statuses == [c["status"] for c in json.loads(first.stdout)["containers"]]

@@ -161,12 +161,11 @@ def parse_discovery(text: str) -> list[FoundCT]:
 def read_node(node: Node, options: Any) -> NodeFound:  # noqa: ANN401 - ConnectOptions
     """Run the discovery command on `node`; any failure becomes `error`, never []."""
     from pctfleet.transport.base import TransportError
-    from pctfleet.transport.connections import node_options
-    from pctfleet.transport.early import ssh_module
+    from pctfleet.transport.connections import node_connection
     from pctfleet.transport.fixes import asks_password, sudoers_fix
 
     out, err = io.BytesIO(), io.BytesIO()
-    conn = ssh_module().NodeConnection(node.name, node.address, node_options(node, options))
+    conn = node_connection(node, options)
     try:
         code, _ = conn.exec(
             discovery_command(conn.target.user != "root"),

@@ -127,3 +127,19 @@ def _pool(nodes: list, cli: ConnectOptions) -> NodePool:
     from pctfleet.transport.early import ssh_module  # paramiko and Fabric: loaded to connect
 
     return ssh_module().NodePool()
+
+
+def node_connection(node, cli: ConnectOptions):  # noqa: ANN001, ANN201 - NodeConnection or KeptNode
+    """One node's connection outside a fleet (audit's node read): the keeper's login
+    under --persist when it holds one, else our own."""
+    options = node_options(node, cli)
+    key = (node.name, node.address, options)
+    if options.persist > 0:
+        from pctfleet.transport import keep
+
+        path = keep.keeper_socket()
+        if path is not None:
+            return keep.kept_or_own(path, key, _kept_logins([key]).get(key))
+    from pctfleet.transport.early import ssh_module
+
+    return ssh_module().NodeConnection(*key)
