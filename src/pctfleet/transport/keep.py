@@ -255,6 +255,7 @@ def _spawn(path: Path, requests: list[dict]) -> None:
             stderr=log,
             start_new_session=True,
             close_fds=True,
+            cwd="/",  # holds no folder of the command's busy
         )
     assert child.stdin is not None
     with child.stdin:
