@@ -128,6 +128,7 @@ class Connection:
         "'pctfleet connections' lists them, --close ends them.",
         0.0,
         min=0.0,
+        max=7 * 24 * 3600.0,  # a week; never "forever": a forgotten login still ends
         envvar="PCTFLEET_PERSIST",
     )
 
