@@ -4,7 +4,9 @@ importlib.metadata made it print before, on every CPython it mirrors that is her
 from __future__ import annotations
 
 import email
+import os
 import random
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,10 +23,26 @@ BEFORE = (
     'import base64 as _b64\ndef pf_kv(key, value):\n    print(key + "=" + '
     "_b64.b64encode(str(value).encode()).decode())\n" + pip_list.REFERENCE
 )
-PYENV = Path("/root/.pyenv/versions")
-PYTHONS = [sys.executable] + sorted(
-    str(p) for v in ("3.10", "3.11", "3.12", "3.13") for p in PYENV.glob(f"{v}.*/bin/python3")
-)
+
+
+def _pythons() -> list[str]:
+    """This interpreter and every other CPython 3.10-3.13 at hand (PATH, pyenv)."""
+    found = [sys.executable]
+    for version in ("3.10", "3.11", "3.12", "3.13"):
+        found.append(shutil.which(f"python{version}") or "")
+        found += sorted(str(p) for p in PYENV.glob(f"{version}.*/bin/python3"))
+    seen: dict[str, str] = {}
+    for path in filter(None, found):
+        seen.setdefault(os.path.realpath(path), path)
+    return [path for path in seen.values() if _runs(path)]
+
+
+def _runs(python: str) -> bool:  # not, say, a pyenv shim for a version it has not selected
+    return subprocess.run([python, "-c", ""], capture_output=True).returncode == 0
+
+
+PYENV = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
+PYTHONS = _pythons()
 
 
 def test_the_probe_sends_this_file():
