@@ -8,9 +8,12 @@ starts (python http.server on 127.0.0.5), each stopped by its PID at the end.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import shutil
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -247,3 +250,28 @@ def test_the_launch_never_stops_a_foreign_pid_from_our_pid_file_as_ours(tmp_path
     finally:
         _kill(foreign)
         sh(f"kill -TERM -{int((tmp_path / 't.pid').read_text())}")
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="counting forks needs strace")
+@pytest.mark.skipif(bool(glob.glob("/dev/nvidia*")), reason="a GPU here: holders are looked for")
+def test_a_pid_file_probe_with_nothing_to_look_for_starts_no_process(tmp_path: Path) -> None:
+    """A server_stop task names only a PID file: no port, no PID-file list, no GPU, so the
+    probe has no holder to look for and starts no subshell for them."""
+    from pctfleet.sh import snippet
+
+    probe = snippet(
+        "server_process",
+        PIDFILE=str(tmp_path / "stale.pid"),
+        NAME="",
+        ENV_FILE="",
+        READY_URL="",
+        PORT="",
+        STALE_PIDFILES="",
+    )
+    trace = tmp_path / "trace"
+    command = ["strace", "-f", "-qq", "-o", str(trace), "-e", "trace=fork,vfork,clone,clone3"]
+    done = subprocess.run([*command, "dash", "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    started = [line for line in trace.read_text().splitlines() if "clone" in line or "fork" in line]
+    assert started == []

@@ -6,9 +6,9 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pctfleet.errors import PlaybookError
-from pctfleet.facts.kv import PY_KV
 from pctfleet.modules.args import Args, Context, arg, text, text_list
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q, words
 from pctfleet.sh import library, snippet
@@ -18,17 +18,9 @@ REQUIREMENT = re.compile(
 )
 SPEC = re.compile(r"^\s*(==|>=|<=|!=|~=|>|<)\s*([A-Za-z0-9.*+!_-]+)\s*$")
 
-# Every installed distribution, by PEP 503 name: a python program printing through pf_kv.
-LIST_INSTALLED = (
-    PY_KV
-    + """import importlib.metadata as m, json, re
-seen = {}
-for d in m.distributions():
-    name = d.metadata["Name"]
-    if name:
-        seen[re.sub(r"[-_.]+", "-", name).lower()] = d.version
-pf_kv("pkgs", json.dumps(seen, sort_keys=True))"""
-)
+# Every installed distribution, by PEP 503 name: pip_list.py, a program printing its own
+# pf_kv line, sent as it is (it reads the metadata without importing importlib.metadata).
+LIST_INSTALLED = (Path(__file__).parent / "pip_list.py").read_text()
 
 
 def normalize(name: str) -> str:

@@ -51,12 +51,17 @@ if [ -n "$READY_URL" ] && [ -n "$pid" ]; then
   pctfleet_http_read "$READY_URL"
   pf_kv health "$ph_status"
 fi
-sp_holders=$(
-  pctfleet_holder_lines /proc /dev "$PORT" "$STALE_PIDFILES"
-  if [ -n "$NAME" ] && [ -n "$pid" ] && [ -z "$sp_ours" ]; then  # sp_alive looked
-    pctfleet_proc_line /proc "$pid" "named by $PIDFILE, not started by pctfleet"
-  fi
-)
+sp_holders=''
+# No port, no PID files, no GPU and no foreign PID: nothing to look for, no subshell started.
+if [ -n "$PORT" ] || [ -n "$STALE_PIDFILES" ] || pctfleet_gpu_devices /dev ||
+  { [ -n "$NAME" ] && [ -n "$pid" ] && [ -z "$sp_ours" ]; }; then
+  sp_holders=$(
+    pctfleet_holder_lines /proc /dev "$PORT" "$STALE_PIDFILES"
+    if [ -n "$NAME" ] && [ -n "$pid" ] && [ -z "$sp_ours" ]; then  # sp_alive looked
+      pctfleet_proc_line /proc "$pid" "named by $PIDFILE, not started by pctfleet"
+    fi
+  )
+fi
 sp_n=0
 while IFS= read -r sp_line; do
   [ -n "$sp_line" ] || continue
