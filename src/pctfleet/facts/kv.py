@@ -27,13 +27,6 @@ KV_FUNCTION = library(["kv"])
 # What pf_kv prints after `~` as it is; kv.sh spells the same class out letter by letter.
 PLAIN = re.compile(r"[A-Za-z0-9._/@+,:-]+", re.ASCII)
 
-# The same for the python heredocs a probe runs (their output comes from metadata files;
-# base64 always: encoding costs Python no process).
-PY_KV = """import base64 as _b64
-def pf_kv(key, value):
-    print(key + "=" + _b64.b64encode(str(value).encode()).decode())
-"""
-
 
 def encode(value: str) -> str:
     return base64.b64encode(value.encode()).decode()

@@ -41,7 +41,7 @@ class Unsure(Exception):
 
 
 def pf_kv(key, value):
-    """The probe's `KEY=base64` line (facts/kv.py's PY_KV, without importing base64)."""
+    """The probe's `KEY=base64` line (base64 always, as facts/kv.py reads it; no base64 import)."""
     import binascii
 
     print(key + "=" + binascii.b2a_base64(str(value).encode(), newline=False).decode())
