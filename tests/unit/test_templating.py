@@ -22,6 +22,7 @@ from pctfleet.playbook.templating import (
     render,
     render_template_file,
     syntax_problem,
+    unsafe,
 )
 
 WHERE = "site.yml:12: task 'Install'"
@@ -303,3 +304,47 @@ def test_a_template_file_edited_between_renders_renders_its_new_text(tmp_path) -
     src.write_text("b={{ x }}\n")
     os.utime(src, (1_000_000_000, 1_000_000_000))  # a different mtime, whatever the clock
     assert render_template_file(src, {"x": 2}, where="t") == "b=2\n"
+
+
+def _unsafe_walk(value):  # noqa: ANN001, ANN202 - what `unsafe` makes, written plainly
+    if isinstance(value, Secret | Unsafe):
+        return value
+    if isinstance(value, str):
+        return Unsafe(value)
+    if isinstance(value, dict):
+        return {k: _unsafe_walk(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unsafe_walk(v) for v in value]
+    return value
+
+
+def _typed(value):  # noqa: ANN001, ANN202 - a value with every type spelled out
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+class Label(str):
+    """A str of its own kind (as YAML loaders make): marked like any str."""
+
+
+def test_unsafe_marks_every_string_and_leaves_everything_else_as_it_was():
+    registered = {
+        "rc": 0,
+        "stdout": "{{ not_a_template }}",
+        "stderr": "",
+        "changed": False,
+        "ratio": -0.0,
+        "none": None,
+        "lines": ["a", "", ("t", 1)],
+        "nested": {"secret": Secret("hunter2"), "done": Unsafe("x"), "label": Label("")},
+    }
+    marked = unsafe(registered)
+    assert _typed(marked) == _typed(_unsafe_walk(registered))
+    assert type(marked["stderr"]) is Unsafe and type(marked["nested"]["label"]) is Unsafe
+    assert marked["nested"]["secret"] is registered["nested"]["secret"]
+    # Empty output is one shared Unsafe (a run registers thousands), still rendered as data.
+    assert unsafe("") is unsafe({"x": ""})["x"]
+    assert render({"out": marked["stdout"]}, {}, where=WHERE) == {"out": "{{ not_a_template }}"}

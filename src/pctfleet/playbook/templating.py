@@ -58,12 +58,23 @@ class Unsafe(str):
     __slots__ = ()
 
 
+_EMPTY = Unsafe("")  # one for every empty output: a run registers thousands
+_ATOMS = frozenset({int, float, bool, type(None)})
+
+
 def unsafe(value: Any) -> Any:
     """`value` with every string inside it (dicts and lists walked) marked `Unsafe`."""
+    kind = type(value)  # exact types first: every task's registered result comes here
+    if kind is str:
+        return Unsafe(value) if value else _EMPTY
+    if kind is dict:
+        return {k: unsafe(v) for k, v in value.items()}
+    if kind in _ATOMS:
+        return value
     if isinstance(value, Secret | Unsafe):
         return value
     if isinstance(value, str):
-        return Unsafe(value)
+        return Unsafe(value) if value else _EMPTY
     if isinstance(value, Mapping):
         return {k: unsafe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
