@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 
 import jinja2
 import pytest
@@ -12,6 +13,7 @@ import yaml
 from pctfleet.errors import TemplateError
 from pctfleet.playbook.templating import (
     REDACTED,
+    Public,
     Secret,
     Unsafe,
     condition,
@@ -21,6 +23,7 @@ from pctfleet.playbook.templating import (
     referenced_names,
     render,
     render_template_file,
+    secret_values,
     syntax_problem,
     unsafe,
 )
@@ -294,6 +297,46 @@ def test_redact_by_variable_name_and_secret_vars():
     assert redact(text, variables) == " ".join([REDACTED] * 3 + ["visible", REDACTED, REDACTED])
     assert redact("", variables) == ""
     assert redact("nothing here", {"empty_token": ""}) == "nothing here"
+
+
+def test_secret_names_are_read_from_each_scope_own_names():
+    # The names ending in _password/_token/_secret are found once per set of names:
+    # scopes of the same size with other names must not get the first one's answer.
+    assert secret_values({"db_token": "t1", "host": "h1"}) == {"t1"}
+    assert secret_values({"db": "t1", "host_token": "h1"}) == {"h1"}
+    assert secret_values({"host_token": "h1", "db": "t1"}) == {"h1"}
+    assert secret_values({"db": "t1", "host": "h1"}) == set()
+    assert secret_values({"db": "t1", "host": "h1", "secret_vars": ["db"]}) == {"t1"}
+
+
+class _Vault(Mapping):
+    """A mapping of its own kind: walked for secrets like a dict."""
+
+    def __init__(self, data: dict) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> object:
+        return self._data[key]
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def test_secrets_are_found_in_every_kind_of_value_but_public_lists():
+    deep: object = Secret("too-deep")
+    for _ in range(60):
+        deep = [deep]
+    variables = {
+        "a": {"b": [Secret("in-a-list"), (Secret("in-a-tuple"),)]},
+        "vault": _Vault({"k": Secret("in-a-mapping")}),
+        "hosts": Public([Secret("not-walked")]),
+        "deep": deep,
+        "n": 1,
+    }
+    assert secret_values(variables) == {"in-a-list", "in-a-tuple", "in-a-mapping"}
 
 
 def test_a_template_file_edited_between_renders_renders_its_new_text(tmp_path) -> None:
