@@ -10,6 +10,7 @@ from typing import Any
 
 import jinja2
 
+from pctfleet import sh
 from pctfleet.errors import InputError
 from pctfleet.facts import gathered
 from pctfleet.heap import fewer_collections
@@ -233,6 +234,7 @@ def _execute(
     finally:
         fleet.close()
         taskargs.forget()
+        sh.forget()
     for run in runs.values():
         run.finish_status()
     return list(runs.values())
