@@ -132,3 +132,27 @@ def test_arguments_rendered_for_the_probe_are_reused_until_a_variable_changes(
     assert run.status == "ok", run.message
     assert (tmp_path / "b.txt").read_text() == "there"
     assert rendered.count(f"{tmp_path}/a.txt") == 1
+
+
+class _CountingModule:
+    """A module whose probe snippet names its arguments and diff mode, counting calls."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.calls = name, 0
+
+    def probe(self, args: object, want_diff: bool) -> str:
+        self.calls += 1
+        return f"{self.name} {args} diff={want_diff}"
+
+
+def test_a_probe_snippet_is_made_once_for_the_same_module_arguments_and_diff_mode():
+    engine = ContainerEngine(LocalTarget(), ContainerRun("local", 100), {}, RunOptions())
+    first, second = _CountingModule("stat"), _CountingModule("file")
+    args, equal = ["/etc/a"], ["/etc/a"]
+    assert engine._snippet(first, args, False) == "stat ['/etc/a'] diff=False"
+    assert engine._snippet(first, args, False) == "stat ['/etc/a'] diff=False"
+    assert first.calls == 1  # made for the probe, reused when the task is planned
+    assert engine._snippet(first, args, True) == "stat ['/etc/a'] diff=True"
+    assert engine._snippet(second, args, True) == "file ['/etc/a'] diff=True"
+    assert engine._snippet(first, equal, True) == "stat ['/etc/a'] diff=True"
+    assert (first.calls, second.calls) == (3, 1)  # other mode, module or object: made anew

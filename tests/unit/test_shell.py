@@ -186,3 +186,13 @@ def test_a_made_snippet_is_reused_only_for_the_same_typed_values() -> None:
     assert "FILE=/etc/y" in snippet("file_b64", FILE="/etc/y", TAIL_LINES=1)
     listed = snippet("file_b64", FILE=["/etc/x"], TAIL_LINES=1)  # not a scalar: made each time
     assert listed is not snippet("file_b64", FILE=["/etc/x"], TAIL_LINES=1)
+
+
+def test_a_snippet_made_again_with_other_values_quotes_its_own() -> None:
+    # Snippets are kept by their values' types and values: a float by its bits, so
+    # -0.0 (equal to 0.0, hashing alike) and True (equal to 1) each quote as themselves.
+    inputs = sh.source("wait_for").inputs
+    for first, then in [(0.0, -0.0), (1, True), (1, 1.0)]:
+        sh.snippet("wait_for", **dict.fromkeys(inputs, first))
+        made = sh.snippet("wait_for", **dict.fromkeys(inputs, then))
+        assert f"WF_DELAY={then}\n" in made

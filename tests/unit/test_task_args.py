@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from pctfleet import sh
 from pctfleet.errors import InputError
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.playbook.loader import load_playbook
@@ -251,3 +252,4 @@ def test_a_run_leaves_nothing_in_the_tables(tmp_path):
 
     assert all(run.status == "ok" for run in execute(prepared, fleet_factory=fleet))
     assert not taskargs._table and not taskargs._walks
+    assert not sh._MADE  # nor the probe snippets made with the run's values

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 
 import jinja2
 import pytest
@@ -12,6 +13,7 @@ import yaml
 from pctfleet.errors import TemplateError
 from pctfleet.playbook.templating import (
     REDACTED,
+    Public,
     Secret,
     Unsafe,
     condition,
@@ -21,7 +23,9 @@ from pctfleet.playbook.templating import (
     referenced_names,
     render,
     render_template_file,
+    secret_values,
     syntax_problem,
+    unsafe,
 )
 
 WHERE = "site.yml:12: task 'Install'"
@@ -295,6 +299,46 @@ def test_redact_by_variable_name_and_secret_vars():
     assert redact("nothing here", {"empty_token": ""}) == "nothing here"
 
 
+def test_secret_names_are_read_from_each_scope_own_names():
+    # The names ending in _password/_token/_secret are found once per set of names:
+    # scopes of the same size with other names must not get the first one's answer.
+    assert secret_values({"db_token": "t1", "host": "h1"}) == {"t1"}
+    assert secret_values({"db": "t1", "host_token": "h1"}) == {"h1"}
+    assert secret_values({"host_token": "h1", "db": "t1"}) == {"h1"}
+    assert secret_values({"db": "t1", "host": "h1"}) == set()
+    assert secret_values({"db": "t1", "host": "h1", "secret_vars": ["db"]}) == {"t1"}
+
+
+class _Vault(Mapping):
+    """A mapping of its own kind: walked for secrets like a dict."""
+
+    def __init__(self, data: dict) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> object:
+        return self._data[key]
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def test_secrets_are_found_in_every_kind_of_value_but_public_lists():
+    deep: object = Secret("too-deep")
+    for _ in range(60):
+        deep = [deep]
+    variables = {
+        "a": {"b": [Secret("in-a-list"), (Secret("in-a-tuple"),)]},
+        "vault": _Vault({"k": Secret("in-a-mapping")}),
+        "hosts": Public([Secret("not-walked")]),
+        "deep": deep,
+        "n": 1,
+    }
+    assert secret_values(variables) == {"in-a-list", "in-a-tuple", "in-a-mapping"}
+
+
 def test_a_template_file_edited_between_renders_renders_its_new_text(tmp_path) -> None:
     # Compiled templates are kept per folder; an edit must still be seen.
     src = tmp_path / "t.j2"
@@ -303,3 +347,47 @@ def test_a_template_file_edited_between_renders_renders_its_new_text(tmp_path) -
     src.write_text("b={{ x }}\n")
     os.utime(src, (1_000_000_000, 1_000_000_000))  # a different mtime, whatever the clock
     assert render_template_file(src, {"x": 2}, where="t") == "b=2\n"
+
+
+def _unsafe_walk(value):  # noqa: ANN001, ANN202 - what `unsafe` makes, written plainly
+    if isinstance(value, Secret | Unsafe):
+        return value
+    if isinstance(value, str):
+        return Unsafe(value)
+    if isinstance(value, dict):
+        return {k: _unsafe_walk(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unsafe_walk(v) for v in value]
+    return value
+
+
+def _typed(value):  # noqa: ANN001, ANN202 - a value with every type spelled out
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+class Label(str):
+    """A str of its own kind (as YAML loaders make): marked like any str."""
+
+
+def test_unsafe_marks_every_string_and_leaves_everything_else_as_it_was():
+    registered = {
+        "rc": 0,
+        "stdout": "{{ not_a_template }}",
+        "stderr": "",
+        "changed": False,
+        "ratio": -0.0,
+        "none": None,
+        "lines": ["a", "", ("t", 1)],
+        "nested": {"secret": Secret("hunter2"), "done": Unsafe("x"), "label": Label("")},
+    }
+    marked = unsafe(registered)
+    assert _typed(marked) == _typed(_unsafe_walk(registered))
+    assert type(marked["stderr"]) is Unsafe and type(marked["nested"]["label"]) is Unsafe
+    assert marked["nested"]["secret"] is registered["nested"]["secret"]
+    # Empty output is one shared Unsafe (a run registers thousands), still rendered as data.
+    assert unsafe("") is unsafe({"x": ""})["x"]
+    assert render({"out": marked["stdout"]}, {}, where=WHERE) == {"out": "{{ not_a_template }}"}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pctfleet.errors import InventoryError, brief
+from pctfleet.heap import fewer_collections
 from pctfleet.inventory.ansible import ANSIBLE_GROUP_KEYS, parse_ansible
 from pctfleet.inventory.checks import CTID_HELP, Src, check_address, check_ctid, expand_path
 from pctfleet.inventory.discover import DiscoveryError, failures, read_nodes
@@ -20,8 +21,9 @@ MAX_CTID_RANGE = 10_000
 
 def load_inventory(path: str | Path) -> Inventory:
     """Read a native or an Ansible YAML inventory (detected from its top keys)."""
-    doc = load_yaml(path, what="an inventory mapping")
-    return inventory_from_data(doc, str(path))
+    with fewer_collections():  # a fleet's nodes and containers are built in one go
+        doc = load_yaml(path, what="an inventory mapping")
+        return inventory_from_data(doc, str(path))
 
 
 def inventory_from_text(text: str, name: str = "<inventory>") -> Inventory:

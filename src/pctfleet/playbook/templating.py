@@ -58,12 +58,23 @@ class Unsafe(str):
     __slots__ = ()
 
 
+_EMPTY = Unsafe("")  # one for every empty output: a run registers thousands
+_ATOMS = frozenset({int, float, bool, type(None)})
+
+
 def unsafe(value: Any) -> Any:
     """`value` with every string inside it (dicts and lists walked) marked `Unsafe`."""
+    kind = type(value)  # exact types first: every task's registered result comes here
+    if kind is str:
+        return Unsafe(value) if value else _EMPTY
+    if kind is dict:
+        return {k: unsafe(v) for k, v in value.items()}
+    if kind in _ATOMS:
+        return value
     if isinstance(value, Secret | Unsafe):
         return value
     if isinstance(value, str):
-        return Unsafe(value)
+        return Unsafe(value) if value else _EMPTY
     if isinstance(value, Mapping):
         return {k: unsafe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -553,8 +564,14 @@ def _template_line(err: Exception, filename: str) -> int | str:
 def _secret_names(variables: Mapping[str, Any]) -> set[str]:
     listed = variables.get("secret_vars") or []
     names = {str(n) for n in listed} if isinstance(listed, list | tuple) else set()
-    names |= {k for k in variables if isinstance(k, str) and k.endswith(SECRET_SUFFIXES)}
-    return names
+    return names | _named_secret(tuple(variables))
+
+
+@functools.lru_cache(maxsize=256)
+def _named_secret(names: tuple) -> frozenset[str]:
+    """The names ending in _password/_token/_secret: every result of a container asks
+    with the same names (names only: no value is kept here)."""
+    return frozenset(k for k in names if isinstance(k, str) and k.endswith(SECRET_SUFFIXES))
 
 
 class Public(list):
@@ -594,9 +611,18 @@ def _secrets_in(value: Any) -> list[str]:
     found, todo = [], [(value, 0)]
     while todo:
         item, depth = todo.pop()
-        if type(item) in _PLAIN:
+        kind = type(item)
+        if kind in _PLAIN:
             continue
-        if depth > 50 or isinstance(item, Public):
+        if depth > 50:
+            continue
+        if kind is dict:  # exact types before the ABC checks: most values are these
+            todo.extend((inner, depth + 1) for inner in item.values())
+            continue
+        if kind is list or kind is tuple:
+            todo.extend((inner, depth + 1) for inner in item)
+            continue
+        if isinstance(item, Public):
             continue
         if isinstance(item, Secret):
             found.append(str(item))

@@ -111,6 +111,7 @@ class ContainerEngine:
         self.facts: dict[str, tuple[str, Fact]] | None = None
         self.ahead: list = []  # the tasks still to come whose facts one probe may read
         self.prepared: dict[int, tuple[tuple, tuple, Any]] = {}  # by task, see _args
+        self.snippets: dict[int, tuple[Any, Any, bool, str | None]] = {}  # see _snippet
         self.runtime: set[str] = set()  # registered and set_fact names: over task vars
         self.notified: list[str] = []
         self.stop = stop or threading.Event()
@@ -437,9 +438,20 @@ class ContainerEngine:
         self.prepared[id(task)] = (seen, tuple(scope.values()), args)  # alive: ids stay theirs
         return args
 
+    def _snippet(self, module: Any, args: Any, diff: bool) -> str | None:
+        # A task's probe snippet is made for the probe, then again when the task is
+        # planned: the same module, the same arguments (this very object) and the same
+        # diff mode make the same snippet.
+        kept = self.snippets.get(id(args))
+        if kept is not None and kept[0] is args and kept[1] is module and kept[2] == diff:
+            return kept[3]
+        snippet = module.probe(args, diff)
+        self.snippets[id(args)] = (args, module, diff, snippet)  # alive: its id stays its own
+        return snippet
+
     def _plan(self, module: Any, key: str, args: dict, remaining: list, task: Any) -> Plan:
         check, diff = modes(task, self.options)
-        snippet = None if module.controller else module.probe(args, diff)
+        snippet = None if module.controller else self._snippet(module, args, diff)
         if snippet and delegated(task):  # read on this machine, never in the container's probe
             return module.decide(args, self.controller.fact(snippet), check)
         fact = self._fact_for(key, snippet, remaining) if snippet else None
@@ -507,7 +519,7 @@ class ContainerEngine:
                 args = self._args(task, task.loc, scope)
             except Exception:  # noqa: BLE001 - depends on a later result: probe it when reached
                 continue
-            snippet = module.probe(args, modes(task, self.options)[1])
+            snippet = self._snippet(module, args, modes(task, self.options)[1])
             if snippet:
                 out[key] = snippet
         return out

@@ -10,8 +10,10 @@ from typing import Any
 
 import jinja2
 
+from pctfleet import sh
 from pctfleet.errors import InputError
 from pctfleet.facts import gathered
+from pctfleet.heap import fewer_collections
 from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
@@ -173,6 +175,11 @@ class PreparedRun:
 
 def prepare(request: RunRequest) -> PreparedRun:
     """Load and preflight: every InputError surfaces here, before any connection."""
+    with fewer_collections():  # every container's tables are built in one go
+        return _prepare(request)
+
+
+def _prepare(request: RunRequest) -> PreparedRun:
     book = load_playbook(request.playbook, known_args(), request.options.roles_path)
     request.options.base_dir = str(Path(request.playbook).resolve().parent)
     plays = [(play, _play_containers(request, play)) for play in book.plays]
@@ -202,6 +209,16 @@ def execute(
     `.targets` (one per container, in order) and `.close()`, such as the
     simulated fleet of `pctfleet.transport.sim`.
     """
+    with fewer_collections():  # every container's results stay until the run ends
+        return _execute(prepared, journal, on_result, fleet_factory)
+
+
+def _execute(
+    prepared: PreparedRun,
+    journal: Journal | None,
+    on_result: Callable[[ContainerRun, TaskResult], None],
+    fleet_factory: Callable[[list, ConnectOptions], Any] | None,
+) -> list[ContainerRun]:
     request = prepared.request
     runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in request.containers}
     fleet = (fleet_factory or build_fleet)(request.containers, request.connect)
@@ -217,6 +234,7 @@ def execute(
     finally:
         fleet.close()
         taskargs.forget()
+        sh.forget()
     for run in runs.values():
         run.finish_status()
     return list(runs.values())

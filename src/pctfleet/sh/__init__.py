@@ -87,8 +87,14 @@ def _made_key(name: str, argv: list[object] | None, values: dict[str, object]) -
     items = [*(argv or ()), *values.values()]
     if not all(type(item) in _SCALARS for item in items):
         return None
-    typed = tuple((type(item), item) for item in items)
+    # A float by its exact bits: -0.0 equals 0.0 and hashes alike, yet quotes otherwise.
+    typed = tuple((type(item), item.hex() if type(item) is float else item) for item in items)
     return name, argv is not None, tuple(values), typed
+
+
+def forget() -> None:
+    """Drop the kept snippets (a run's values, secrets among them) once the run is over."""
+    _MADE.clear()
 
 
 def snippet(name: str, argv: list[object] | None = None, **values: object) -> str:
