@@ -213,10 +213,12 @@ def test_close_ends_the_keeper(info, env, inventory) -> None:
         env=env,
     )
     assert json.loads(done.stdout)["closed"] is True
-    _wait_gone(listing["keeper_pid"])
+    with pytest.raises(ProcessLookupError):  # --close returns once the keeper has ended
+        os.kill(listing["keeper_pid"], 0)
     assert kept(env) == {"keeper_pid": None, "kept": [], "closed": False}
     _, logins, _ = exec_json(info, env, inventory)
     assert logins == {"node1": 1, "node2": 1}
+    assert wait_kept(env)["keeper_pid"] != listing["keeper_pid"]  # a new keeper took them
 
 
 def test_verify_sessions_reuse_the_kept_login(info, env, inventory) -> None:

@@ -37,12 +37,32 @@ def connections_command(*, close: CloseFlag = False, out: Output) -> int:
     path = keep.keeper_socket()
     answer = keep.ask(path, b"S" if close else b"L", {}) if path is not None else None
     kept = (answer or {}).get("kept") or []
+    if close and answer:
+        _wait_ended(answer.get("pid"))
     if out.as_json:
         document = {"keeper_pid": (answer or {}).get("pid"), "kept": kept, "closed": close}
         typer.echo(json.dumps(document, indent=2))
     else:
         _show(kept, close)
     return exitcodes.OK
+
+
+def _wait_ended(pid: object, seconds: float = 10.0) -> None:
+    """Return once the keeper has ended: the next command then starts a new one."""
+    import os
+    import time
+
+    if not isinstance(pid, int):
+        return
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            return  # not ours: a PID reused by another user's process
+        time.sleep(0.02)
 
 
 def _show(kept: list[dict], closed: bool) -> None:

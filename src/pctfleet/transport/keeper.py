@@ -101,12 +101,15 @@ class Keeper:
         self.kept: dict[str, Kept] = {}
         self.lock = threading.Lock()
         self.clients = 0
+        self.ending = False
 
     # -- logins ---------------------------------------------------------------
 
     def keep(self, request: dict) -> dict:
         key = str(request["key"])
         with self.lock:
+            if self.ending:
+                raise keepwire.WireError("the keeper is ending")
             kept = self.kept.get(key)
             if kept is not None and (kept.usable() or not kept.ready.is_set()):
                 kept.persist = float(request["persist"])
@@ -201,6 +204,14 @@ class Keeper:
                 del self.kept[item.key]
         return gone
 
+    def stop_keeping(self) -> None:
+        """Ending: nothing is held from now on, nor kept anew (the logins close as it ends)."""
+        with self.lock:
+            self.ending = True
+            left = list(self.kept.values())
+            self.kept.clear()
+        self.drop(left, "closed on request")
+
     def idle(self) -> bool:
         with self.lock:
             return not self.kept and not self.clients
@@ -229,6 +240,7 @@ def serve_client(keeper: Keeper, sock: socket.socket, stop: threading.Event) -> 
                 keepwire.send_json(sock, b"A", keeper.listing())
             elif kind == b"S":
                 keepwire.send_json(sock, b"A", keeper.listing())
+                keeper.stop_keeping()
                 stop.set()
         except (OSError, keepwire.WireError, KeyError, ValueError, TypeError) as exc:
             log(f"a request failed: {exc}")
@@ -259,25 +271,45 @@ def _read_requests() -> list[dict]:
     return requests
 
 
-def _hand_to_running(path: Path, requests: list[dict]) -> None:
-    """Another keeper holds the lock: give it the requests (it may still be binding)."""
+def _hand_to_running(path: Path, requests: list[dict]) -> list[dict]:
+    """Another keeper holds the lock: give it the requests (it may still be binding).
+    What it does not take (it is ending) is returned."""
     from pctfleet.transport.keep import ask
 
     deadline = time.monotonic() + 5
+    left = []
     for request in requests:
-        while ask(path, b"K", request) is None and time.monotonic() < deadline:
+        while (taken := ask(path, b"K", request)) is None and time.monotonic() < deadline:
             time.sleep(0.05)
+        if taken is None:
+            left.append(request)
+    return left
+
+
+def _take_lock(path: Path, requests: list[dict]) -> tuple[int, list[dict]] | None:
+    """The keeper's lock, held for life; None when the running keeper took the requests."""
+    lock_fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return lock_fd, requests
+        except OSError:
+            pass
+        requests = _hand_to_running(path, requests)
+        if not requests or time.monotonic() > deadline:
+            os.close(lock_fd)
+            return None
+        time.sleep(0.1)  # the running keeper is ending: take over once it has
 
 
 def main(socket_path: str) -> None:
     path = Path(socket_path)
     requests = _read_requests()
-    lock_fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        _hand_to_running(path, requests)
+    taken = _take_lock(path, requests)
+    if taken is None:
         return
+    _lock_fd, requests = taken  # held open: the lock lasts as long as this process
     path.unlink(missing_ok=True)  # a keeper that died left it; the lock says none runs
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_mask = os.umask(0o177)
