@@ -159,6 +159,20 @@ class Bench:
         size, self.size = self.size, max(self.lab.inventories)  # every node
         self.pctfleet_run("setup", kept=True)
         self.size = size
+        self.wait_kept(len(self.lab.node_names()))
+
+    def wait_kept(self, nodes: int, seconds: float = 30.0) -> None:
+        """Until the keeper holds every node: its logins happen after the run that asked
+        for them, and would otherwise be counted in the next measured run's window."""
+        argv = [PYTHON, "-m", "pctfleet", "connections", "--json"]
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            done = subprocess.run(argv, env=self.kept_env(), capture_output=True, text=True)
+            kept = json.loads(done.stdout or "{}").get("kept") or []
+            if sum(1 for item in kept if item.get("alive")) >= nodes:
+                return
+            time.sleep(0.2)
+        self.say(f"  the keeper did not hold {nodes} nodes within {seconds:g} s")
 
     def pctfleet_audit(self) -> Sample:
         argv = [PYTHON, "-m", "pctfleet", "audit", *self._pctfleet_common()]
