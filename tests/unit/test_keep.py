@@ -8,6 +8,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,6 +117,13 @@ def test_a_keeper_error_is_the_same_typed_outcome_here(error: base.TransportErro
 # -- the wire, end to end, with a fake node connection --------------------------
 
 
+class FakeChannel:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class FakeNode:
     """What the keeper needs of a NodeConnection: echoes stdin, then says things."""
 
@@ -124,12 +132,18 @@ class FakeNode:
         self.target = ResolvedTarget("pve1", "127.0.0.1", 22, "root")
         self.up = True
         self.fail: base.TransportError | None = None
+        self.no_channel: base.TransportError | None = None
         self.commands: list[str] = []
+        self.channels: list[FakeChannel] = []
 
     def alive(self) -> bool:
         return self.up
 
-    def exec(self, command, *, stdin, timeout, stdout, stderr):  # noqa: ANN001
+    def exec(self, command, *, stdin, timeout, stdout, stderr, opened=None):  # noqa: ANN001
+        if self.no_channel is not None:
+            raise self.no_channel
+        self.channels.append(FakeChannel())
+        opened(self.channels[-1])  # raises when the client is gone: the command never runs
         self.commands.append(command)
         if self.fail is not None:
             raise self.fail
@@ -267,3 +281,74 @@ def test_idle_logins_expire_and_busy_ones_do_not(served) -> None:
     kept.in_flight = 0
     assert the_keeper.expired() == [kept]
     assert the_keeper.kept == {}
+
+
+def test_a_channel_that_will_not_open_means_a_login_of_our_own(served, own_logins) -> None:
+    path, fake, the_keeper = served
+    fake.no_channel = base.NodeUnreachable("pve1", "cannot open a channel")
+    node = kept_node(path)
+    node.exec("true", stdin=b"", timeout=None, stdout=io.BytesIO(), stderr=io.BytesIO())
+    assert [o.commands for o in own_logins] == [["true"]]
+    assert the_keeper.kept == {}  # the dead login is dropped, not tried again
+
+
+def test_a_client_that_gave_up_before_the_answer_never_runs_the_command(served) -> None:
+    path, fake, the_keeper = served
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(str(path))
+        keepwire.send_json(sock, b"X", {"key": "K1", "command": "apt-get -y upgrade"})
+        assert keepwire.receive(sock.makefile("rb"))[0] == b"A"
+    # It closed without a stdin frame (it timed out and logs in itself): no run here.
+    kept = the_keeper.kept["K1"]
+    deadline = time.monotonic() + 5
+    while kept.in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert kept.in_flight == 0
+    assert fake.commands == []
+
+
+def test_a_channel_whose_caller_backs_out_is_closed_unused(monkeypatch) -> None:
+    from pctfleet.transport import ssh
+
+    node = ssh.NodeConnection("pve1", "127.0.0.1", ConnectOptions(), adopt=False)
+    channel = FakeChannel()
+    monkeypatch.setattr(node, "_open_channel", lambda: (channel, object()))
+    monkeypatch.setattr(node, "_release", lambda slot: None)
+    ran = []
+    monkeypatch.setattr(ssh, "pump_channel", lambda *a: ran.append(a) or 0)
+
+    def back_out(opened_channel) -> None:  # noqa: ANN001
+        raise keepwire.WireError("the client went away")
+
+    with pytest.raises(keepwire.WireError):
+        node.exec(
+            "true", stdin=b"", timeout=1, stdout=io.BytesIO(), stderr=io.BytesIO(), opened=back_out
+        )
+    assert channel.closed and ran == []
+
+
+def test_a_client_gone_mid_stdin_ends_the_command(served) -> None:
+    path, fake, _ = served
+    stdin = keeper.StdinFrames(io.BytesIO(b""))
+    channel = FakeChannel()
+    stdin.channel, stdin.begun = channel, True  # type: ignore[assignment]
+    assert stdin.read() == b""  # the stream ended without E
+    assert channel.closed
+
+
+def test_every_keeper_of_this_user_is_found(home: Path) -> None:
+    path = keep.keeper_socket()
+    assert path is not None
+    other = path.parent / "k-000000000000.sock"
+    for socket_path in (path, other):
+        socket_path.touch()
+    assert keep.keeper_sockets() == sorted([path, other])
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "604801"])
+def test_a_pct_url_keeps_a_login_at_most_a_week(value: str) -> None:
+    from pctfleet.verify.backend import PctUrlError, spec_from
+
+    with pytest.raises(PctUrlError, match="persist"):
+        spec_from("root@127.0.0.1", {"container": "200", "persist": value})
+    assert spec_from("root@127.0.0.1", {"container": "200", "persist": "60"}).options.persist == 60

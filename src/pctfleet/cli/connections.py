@@ -20,6 +20,9 @@ CloseFlag = Annotated[
 def connections_command(*, close: CloseFlag = False, out: Output) -> int:
     """The node logins kept by `--persist SECONDS` (or PCTFLEET_PERSIST) for the next command.
 
+    Every keeper of this user is asked (one per environment: venv, home, agent);
+    keeper_pid in --json is this environment's.
+
     A kept login is this user's: a background keeper holds it and closes it
     SECONDS after its last use, or at --close. Exit 0 also when none is kept.
 
@@ -34,13 +37,19 @@ def connections_command(*, close: CloseFlag = False, out: Output) -> int:
     """
     from pctfleet.transport import keep
 
-    path = keep.keeper_socket()
-    answer = keep.ask(path, b"S" if close else b"L", {}) if path is not None else None
-    kept = (answer or {}).get("kept") or []
-    if close and answer:
-        _wait_ended(answer.get("pid"))
+    own = keep.keeper_socket()
+    kept: list[dict] = []
+    own_pid = None
+    for path in keep.keeper_sockets():  # every keeper of this user: other venvs, agents
+        answer = keep.ask(path, b"S" if close else b"L", {}, timeout=5)
+        if answer is None:
+            continue
+        kept += [{**item, "keeper_pid": answer.get("pid")} for item in answer.get("kept") or []]
+        own_pid = answer.get("pid") if path == own else own_pid
+        if close:
+            _wait_ended(answer.get("pid"))
     if out.as_json:
-        document = {"keeper_pid": (answer or {}).get("pid"), "kept": kept, "closed": close}
+        document = {"keeper_pid": own_pid, "kept": kept, "closed": close}
         typer.echo(json.dumps(document, indent=2))
     else:
         _show(kept, close)

@@ -22,6 +22,7 @@ and `--close` ends it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pctfleet
 from pctfleet.transport import keepwire
-from pctfleet.transport.base import NodeUnreachable, Stdin, stdin_chunks
+from pctfleet.transport.base import CommandTimeout, NodeUnreachable, Stdin, stdin_chunks
 from pctfleet.transport.early import early_port
 from pctfleet.transport.options import (
     SSH_CONFIG,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 SYSTEM_KNOWN_HOSTS = Path("/etc/ssh/ssh_known_hosts")
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux
+LOG_MAX = 1 << 20  # a keeper's log is started afresh past this size
 
 
 class Gone(Exception):
@@ -97,6 +99,15 @@ def keeper_socket() -> Path | None:
         if len(str(path)) <= SOCKET_PATH_MAX:
             return path if private_dir(folder) else None
     return None
+
+
+def keeper_sockets() -> list[Path]:
+    """Every keeper socket of this user's private folders (any environment)."""
+    found: list[Path] = []
+    for folder in (keeper_dir(), Path(f"/tmp/pctfleet-keep-{os.getuid()}")):
+        if folder.is_dir() and private_dir(folder):
+            found += sorted(folder.glob("k-*.sock"))
+    return found
 
 
 def unkept_reason() -> str:
@@ -246,7 +257,11 @@ def _spawn(path: Path, requests: list[dict]) -> None:
         "import sys; sys.path.insert(0, sys.argv[1]); "
         "from pctfleet.transport import keeper; keeper.main(sys.argv[2])"
     )
-    log = open(path.with_suffix(".log"), "ab")  # noqa: SIM115 - handed to the child
+    log_path = path.with_suffix(".log")
+    with contextlib.suppress(OSError):
+        if log_path.stat().st_size > LOG_MAX:
+            log_path.unlink()
+    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     with log:
         child = subprocess.Popen(
             [sys.executable, "-I", "-c", code, package_parent, str(path)],
@@ -260,6 +275,8 @@ def _spawn(path: Path, requests: list[dict]) -> None:
     assert child.stdin is not None
     with child.stdin:
         child.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
+    # Reaped when it ends, should this process live that long (an API user, verify's pytest).
+    threading.Thread(target=child.wait, daemon=True).start()
 
 
 # -- a node whose login is kept ------------------------------------------------------
@@ -318,7 +335,8 @@ class KeptNode:
         self, command: str, stdin: Stdin, timeout: float | None, stdout: BinaryIO, stderr: BinaryIO
     ) -> tuple[int, float]:
         limit = timeout if timeout is not None else self.options.command_timeout
-        sock = _connect(self._path)
+        # The keeper opens the channel before it answers: up to a connect timeout.
+        sock = _connect(self._path, self.options.connect_timeout + 5)
         if sock is None:
             raise Gone
         with sock:
@@ -331,11 +349,15 @@ class KeptNode:
                 raise Gone from None
             if kind != b"A":
                 raise Gone
-            sock.settimeout(None)  # the keeper keeps the command's deadline
+            # The keeper keeps the command's deadline; this one only bounds a keeper
+            # that stopped answering.
+            sock.settimeout(None if limit is None else limit + self.options.connect_timeout + 30)
             threading.Thread(target=_send_stdin, args=(sock, stdin), daemon=True).start()
-            return self._collect(stream, stdout, stderr)
+            return self._collect(stream, stdout, stderr, limit)
 
-    def _collect(self, stream: BinaryIO, stdout: BinaryIO, stderr: BinaryIO) -> tuple[int, float]:
+    def _collect(
+        self, stream: BinaryIO, stdout: BinaryIO, stderr: BinaryIO, limit: float | None
+    ) -> tuple[int, float]:
         sinks = {b"O": stdout, b"R": stderr}
         try:
             while True:
@@ -349,6 +371,12 @@ class KeptNode:
                     raise keepwire.error_from(keepwire.decode(payload))
                 else:
                     raise keepwire.WireError(f"an unexpected frame {kind!r}")
+        except TimeoutError:
+            raise CommandTimeout(
+                self.node,
+                f"command did not finish within {limit:g}s (the connection keeper is silent)",
+                "raise --timeout or the task's timeout if the work is expected to be slow",
+            ) from None
         except (OSError, keepwire.WireError, KeyError, ValueError) as exc:
             raise NodeUnreachable(
                 self.node, f"connection lost during a command: the connection keeper said {exc}"
@@ -382,12 +410,14 @@ def kept_or_own(path: Path, node: Node, held: dict | None) -> Any:  # noqa: ANN4
 
 
 def close_and_keep(path: Path, conns: list[Any]) -> None:
-    """Close the connections, then have the keeper keep each node we logged in to."""
+    """Close the connections, then have the keeper keep each node we logged in to, and
+    keep each kept login for this command's --persist from now on."""
     logged_in = []
     for conn in conns:
         own = conn._own if isinstance(conn, KeptNode) else conn
-        if own is not None and own.connections_opened and own.options.persist > 0:
-            logged_in.append((own.node, own.address, own.options))
+        used = own is None or own.connections_opened  # a kept login: its persist renewed
+        if used and conn.options.persist > 0:
+            logged_in.append((conn.node, conn.address, conn.options))
         conn.close()
     if logged_in:
         keep_logins(path, logged_in)

@@ -22,12 +22,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
+import paramiko
+
 from pctfleet.transport import keepwire
 from pctfleet.transport.base import TransportError
 from pctfleet.transport.keep import options_from
 from pctfleet.transport.ssh import NodeConnection
 
 REAP_EVERY = 0.5
+LOGINS_AT_ONCE = threading.BoundedSemaphore(16)
 
 
 def log(text: str) -> None:
@@ -68,20 +71,51 @@ class Kept:
 
 
 class StdinFrames:
-    """A command's stdin as it arrives in I frames, ended by E."""
+    """A command's stdin as it arrives in I frames, ended by E. A client that goes
+    away ends the command, as a dropped SSH connection would."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
         self.ended = False
+        self.begun = False
+        self.done = False  # the command has ended: the client may close
+        self.channel: paramiko.Channel | None = None
+        self._first: tuple[bytes, bytes] | None = None
+
+    def begin(self, channel: paramiko.Channel) -> None:
+        """Wait for the client's first stdin frame, sent once it read A: a client that
+        gave up waiting sends none, and the command never starts (no double run)."""
+        self._first = keepwire.receive(self.stream)
+        self.channel, self.begun = channel, True
 
     def read(self, size: int = -1) -> bytes:
         while not self.ended:
-            kind, payload = keepwire.receive(self.stream)
+            try:
+                kind, payload = self._first or keepwire.receive(self.stream)
+            except (OSError, keepwire.WireError):
+                self._lost()
+                return b""
+            self._first = None
             if kind == b"E":
                 self.ended = True
+                threading.Thread(target=self._watch, daemon=True).start()
             elif payload:
                 return payload
         return b""
+
+    def _watch(self) -> None:
+        """After stdin, the client sends nothing: the stream ends only when it goes."""
+        try:
+            more = self.stream.read(1)
+        except (OSError, ValueError):
+            more = b""
+        if not more:
+            self._lost()
+
+    def _lost(self) -> None:
+        self.ended = True
+        if not self.done and self.channel is not None:
+            self.channel.close()
 
 
 class FrameSink:
@@ -124,7 +158,8 @@ class Keeper:
 
     def _login(self, kept: Kept) -> None:
         try:
-            kept.conn.open()
+            with LOGINS_AT_ONCE:  # each costs CPU (kex) on the controller
+                kept.conn.open()
             log(f"logged in to {kept.conn.node} ({kept.conn.address})")
         except Exception as exc:  # noqa: BLE001 - whatever it was, nothing is kept
             log(f"not kept: {kept.conn.node}: {exc}")
@@ -151,32 +186,62 @@ class Keeper:
     # -- commands -------------------------------------------------------------
 
     def run_command(self, sock: socket.socket, stream: BinaryIO, request: dict) -> None:
-        kept = self.kept.get(str(request.get("key")))
-        if kept is None or not kept.usable():
+        kept = self._claim(str(request.get("key")))
+        if kept is None:
             keepwire.send(sock, b"G")
             return
-        with self.lock:
-            kept.in_flight += 1
-        try:
+        stdin = StdinFrames(stream)
+        sink_lock = threading.Lock()
+        timeout = request.get("timeout")
+
+        def opened(channel: paramiko.Channel) -> None:
             keepwire.send_json(sock, b"A", {})
-            sink_lock = threading.Lock()
-            timeout = request.get("timeout")
-            try:
-                code, seconds = kept.conn.exec(
-                    str(request["command"]),
-                    stdin=StdinFrames(stream),  # type: ignore[arg-type]
-                    timeout=None if timeout is None else float(timeout),
-                    stdout=FrameSink(sock, b"O", sink_lock),  # type: ignore[arg-type]
-                    stderr=FrameSink(sock, b"R", sink_lock),  # type: ignore[arg-type]
-                )
-            except TransportError as exc:
-                keepwire.send_json(sock, b"F", keepwire.error_frame(exc))
+            stdin.begin(channel)
+
+        try:
+            code, seconds = kept.conn.exec(
+                str(request["command"]),
+                stdin=stdin,  # type: ignore[arg-type]
+                timeout=None if timeout is None else float(timeout),
+                stdout=FrameSink(sock, b"O", sink_lock),  # type: ignore[arg-type]
+                stderr=FrameSink(sock, b"R", sink_lock),  # type: ignore[arg-type]
+                opened=opened,
+            )
+        except TransportError as exc:
+            if not stdin.begun:  # no channel: the kept login is dead, the client logs in
+                self._forget(kept, f"no channel: {exc}")
+                keepwire.send(sock, b"G")
                 return
-            keepwire.send_json(sock, b"C", {"code": code, "seconds": seconds})
+            keepwire.send_json(sock, b"F", keepwire.error_frame(exc))
+            return
         finally:
-            with self.lock:
-                kept.in_flight -= 1
-                kept.last_used = time.monotonic()
+            stdin.done = True
+            self._release(kept)
+        keepwire.send_json(sock, b"C", {"code": code, "seconds": seconds})
+
+    def _claim(self, key: str) -> Kept | None:
+        """The kept login for a command, counted busy; None when there is none alive."""
+        with self.lock:
+            kept = self.kept.get(key)
+            if kept is None or self.ending or not kept.ready.is_set():
+                return None
+            kept.in_flight += 1
+        if kept.conn.alive():
+            return kept
+        self._release(kept)
+        self._forget(kept, "connection lost")
+        return None
+
+    def _release(self, kept: Kept) -> None:
+        with self.lock:
+            kept.in_flight -= 1
+            kept.last_used = time.monotonic()
+
+    def _forget(self, kept: Kept, why: str) -> None:
+        with self.lock:
+            if self.kept.get(kept.key) is kept:
+                del self.kept[kept.key]
+        self.drop([kept], why)
 
     # -- the rest -------------------------------------------------------------
 
@@ -212,9 +277,19 @@ class Keeper:
             self.kept.clear()
         self.drop(left, "closed on request")
 
-    def idle(self) -> bool:
+    def end_if_idle(self) -> bool:
+        """Nothing kept and nobody asking: end, taking no new logins from now on."""
         with self.lock:
-            return not self.kept and not self.clients
+            self.ending = self.ending or (not self.kept and not self.clients)
+            return self.ending
+
+
+def _same_file(path: Path, bound: os.stat_result) -> bool:
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (bound.st_dev, bound.st_ino)
 
 
 def _peer_uid(sock: socket.socket) -> int:
@@ -224,10 +299,10 @@ def _peer_uid(sock: socket.socket) -> int:
 
 def serve_client(keeper: Keeper, sock: socket.socket, stop: threading.Event) -> None:
     with sock:
-        if _peer_uid(sock) != os.getuid():
-            return  # only this user's processes
-        stream = sock.makefile("rb")
         try:
+            if _peer_uid(sock) != os.getuid():
+                return  # only this user's processes
+            stream = sock.makefile("rb")
             kind, payload = keepwire.receive(stream)
             request = keepwire.decode(payload)
             if kind == b"X":
@@ -318,6 +393,7 @@ def main(socket_path: str) -> None:
     finally:
         os.umask(old_mask)
     server.listen(128)
+    bound = os.stat(path)
     pid_file = path.with_suffix(".pid")
     pid_file.write_text(f"{os.getpid()}\n")
     log(f"keeping logins on {path}")
@@ -328,11 +404,12 @@ def main(socket_path: str) -> None:
     threading.Thread(target=_accept_loop, args=(keeper, server, stop), daemon=True).start()
     while not stop.wait(REAP_EVERY):
         keeper.drop(keeper.expired(), "idle")
-        if keeper.idle():
+        if keeper.end_if_idle():
             break
-    path.unlink(missing_ok=True)
-    pid_file.unlink(missing_ok=True)
     server.close()
+    if _same_file(path, bound):  # not a successor's socket, bound after this one ended
+        path.unlink(missing_ok=True)
+        pid_file.unlink(missing_ok=True)
     with keeper.lock:
         left = list(keeper.kept.values())
     keeper.drop(left, "keeper ends")

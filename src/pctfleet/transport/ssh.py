@@ -19,6 +19,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import BinaryIO
 
 import fabric
@@ -248,11 +249,20 @@ class NodeConnection:
         timeout: float | None,
         stdout: BinaryIO,
         stderr: BinaryIO,
+        opened: Callable[[paramiko.Channel], None] | None = None,
     ) -> tuple[int, float]:
-        """Run a node shell command line; stream its output; return (exit, seconds)."""
+        """Run a node shell command line; stream its output; return (exit, seconds).
+        `opened` is called with the channel before the command starts; if it raises,
+        the channel closes and the command never runs (the connection keeper's way)."""
         started = time.monotonic()
         channel, slot = self._open_channel()
         try:
+            if opened is not None:
+                try:
+                    opened(channel)
+                except BaseException:
+                    channel.close()
+                    raise
             limit = timeout if timeout is not None else self.options.command_timeout
             code = pump_channel(channel, command, stdin, limit, stdout, stderr, self.node)
         finally:

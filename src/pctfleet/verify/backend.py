@@ -40,6 +40,7 @@ from pctfleet.transport.ssh import NodeConnection
 from pctfleet.verify import SETTINGS
 
 SCHEME = "pct"
+PERSIST_MAX = 7 * 24 * 3600.0  # --persist's own limit
 DEFAULT_TIMEOUT = 120.0
 # testinfra's own query keys that mean something here; it parses these itself.
 TESTINFRA_KEYS = frozenset(
@@ -134,7 +135,7 @@ def spec_from(hostname: str, kw: Mapping[str, Any]) -> PctSpec:
         connect_timeout=_number(where, "connect_timeout", kw.get("connect_timeout"), float) or 10.0,
         command_timeout=_number(where, "timeout", kw.get("timeout"), float) or DEFAULT_TIMEOUT,
         ssh_config=kw.get("ssh_config") or None,
-        persist=_number(where, "persist", kw.get("persist"), float) or 0.0,
+        persist=_persist(where, kw.get("persist")),
     )
     settings = tuple((k, str(kw[k])) for k in SETTINGS if kw.get(k) not in (None, ""))
     return PctSpec(
@@ -164,6 +165,14 @@ def _number(where: str, key: str, value: Any, kind: type) -> Any:
     if number <= 0 or (key == "port" and number > 65535):
         raise PctUrlError(f"{where}: {key}={value!r} is out of range")
     return number
+
+
+def _persist(where: str, value: Any) -> float:
+    """Seconds a login is kept: as --persist, at most a week (inf and nan are not numbers here)."""
+    seconds = _number(where, "persist", value, float) or 0.0
+    if not seconds <= PERSIST_MAX:
+        raise PctUrlError(f"{where}: persist={value!r} is out of range (at most {PERSIST_MAX:g})")
+    return seconds
 
 
 def _flag(where: str, key: str, value: Any) -> bool:
