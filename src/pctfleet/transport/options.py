@@ -78,6 +78,8 @@ def connection(address: str, options: ConnectOptions) -> fabric.Connection:
     """An unopened Fabric Connection to `address` with every setting resolved."""
     import fabric
 
+    from pctfleet.transport.auth import PipelinedTransport
+
     # Proxmox nodes are administered as root: that, not the local user, is the default.
     overrides: dict = {"user": "root"}
     keys = [str(Path(options.identity).expanduser())] if options.identity else []
@@ -89,6 +91,7 @@ def connection(address: str, options: ConnectOptions) -> fabric.Connection:
     if keys:
         # For the node itself an explicit identity replaces the files' IdentityFile.
         conn.connect_kwargs = {**conn.connect_kwargs, "key_filename": keys}
+    conn.connect_kwargs = {**conn.connect_kwargs, "transport_factory": PipelinedTransport}
     return conn
 
 

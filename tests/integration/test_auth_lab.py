@@ -1,0 +1,76 @@
+"""The pipelined public-key login against the lab's real OpenSSH sshd."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+
+import pytest
+
+from pctfleet.transport.auth import PipelinedTransport
+from pctfleet.transport.hostkeys import enforce
+from pctfleet.transport.options import ConnectOptions, connection
+
+pytestmark = pytest.mark.lab
+
+
+class Dumped(PipelinedTransport):
+    """The product's transport, with paramiko's packet log on: it names each packet
+    as it is written to or read from the socket, so the log is the wire's order."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.set_hexdump(True)
+
+
+@pytest.fixture(scope="module")
+def info(lab):
+    return lab.up(nodes=2, containers=2)
+
+
+def packets(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """'write userauth-request', 'read service-accept', ... in the order they happened."""
+    found = []
+    for record in caplog.records:
+        text = record.getMessage()
+        for way in ("Write", "Read"):
+            if text.startswith(f"{way} packet <"):
+                found.append(f"{way.lower()} {text.split('<', 1)[1].split('>', 1)[0]}")
+    return found
+
+
+def login(info, caplog, keys: list[str]) -> list[str]:
+    spec = info.nodes[0]
+    conn = connection(spec.address, ConnectOptions(known_hosts=str(info.known_hosts)))
+    assert conn.connect_kwargs["transport_factory"] is PipelinedTransport
+    conn.connect_kwargs = {**conn.connect_kwargs, "key_filename": keys, "transport_factory": Dumped}
+    conn.connect_kwargs.update(allow_agent=False, look_for_keys=False)
+    enforce(conn, spec.name, str(info.known_hosts), accept_new=False)
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="paramiko"):
+        try:
+            conn.open()
+            assert conn.run("echo logged-in", hide=True, in_stream=False).stdout == "logged-in\n"
+        finally:
+            conn.close()
+    return packets(caplog)
+
+
+def test_sshd_takes_the_signature_sent_before_its_service_accept(info, caplog):
+    wire = login(info, caplog, [str(info.identity)])
+    assert wire.index("write userauth-request") < wire.index("read service-accept")
+    assert wire.count("write userauth-request") == 1
+    assert "read userauth-success" in wire
+
+
+def test_a_refused_key_then_the_right_one_both_pipelined(info, caplog, tmp_path):
+    wrong = tmp_path / "wrong"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
+    wire = login(info, caplog, [str(wrong), str(info.identity)])
+    assert wire.count("write userauth-request") == 2
+    assert "read userauth-failure" in wire
+    failure = wire.index("read userauth-failure")
+    # The second attempt, too, went out before its own service-accept came back.
+    second_request = wire.index("write userauth-request", failure)
+    assert second_request < wire.index("read service-accept", failure)
+    assert "read userauth-success" in wire
