@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import subprocess
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from pctfleet.transport.auth import PipelinedTransport
 from pctfleet.transport.hostkeys import enforce
 from pctfleet.transport.options import ConnectOptions, connection
+from pctfleet.transport.ssh import NodeConnection
 
 pytestmark = pytest.mark.lab
 
@@ -74,3 +76,17 @@ def test_a_refused_key_then_the_right_one_both_pipelined(info, caplog, tmp_path)
     second_request = wire.index("write userauth-request", failure)
     assert second_request < wire.index("read service-accept", failure)
     assert "read userauth-success" in wire
+
+
+def test_a_login_of_paramikos_own_socket_sends_packets_at_once(info):
+    """A node connected without an early socket: paramiko made the socket, we set
+    TCP_NODELAY on it once logged in."""
+    spec = info.nodes[0]
+    options = ConnectOptions(identity=str(info.identity), known_hosts=str(info.known_hosts))
+    node = NodeConnection(spec.name, spec.address, options, adopt=False)
+    try:
+        node.open()
+        sock = node._slots[0].conn.transport.sock
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        node.close()

@@ -79,6 +79,23 @@ def test_tcp_failure_is_paramikos_exception(tmp_path):
         opened.take()
 
 
+def test_early_socket_sends_each_packet_at_once():
+    """TCP_NODELAY: paramiko writes packets one send() at a time, back to back."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        opened = early.tcp_connect("127.0.0.1", listener.getsockname()[1], 2.0)
+        sock = opened.take()
+        with sock:
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+
+
+def test_no_delay_leaves_other_sockets_alone():
+    with socket.socket(socket.AF_UNIX) as unix:
+        early.no_delay(unix)  # a ProxyJump's channel or a unix socket: nothing to set
+    early.no_delay(object())
+
+
 def test_early_error_is_the_runs_error_for_that_node(tmp_path):
     """A refused early connect surfaces, on the run's first command, exactly as the
     run's own connect would have said it (unreachable, same message)."""

@@ -107,6 +107,15 @@ def early_port(options: ConnectOptions) -> int | None:
     return options.port or 22
 
 
+def no_delay(sock: object) -> None:
+    """Send each SSH packet at once (TCP_NODELAY). paramiko writes a packet per
+    send() call, often two back to back (NEWKEYS then the service request, data
+    then EOF); Nagle holds the second until the first is acknowledged, which a
+    peer's delayed ACK puts off by up to 40 ms, and by a round trip on a slow link."""
+    if isinstance(sock, socket.socket) and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def tcp_connect(address: str, port: int, timeout: float) -> Opened:
     """paramiko's own connect loop (SSHClient.connect), so a failure is the same
     exception: refused/unreachable on every address is NoValidConnectionsError."""
@@ -119,6 +128,7 @@ def tcp_connect(address: str, port: int, timeout: float) -> Opened:
         ]
         for family, addr in addresses:
             sock = socket.socket(family, socket.SOCK_STREAM)
+            no_delay(sock)
             sock.settimeout(timeout)
             try:
                 sock.connect(addr)

@@ -150,6 +150,7 @@ class NodeConnection:
             timed_out = time.monotonic() - started >= self.options.connect_timeout * 0.9
             raise self._unreachable(exc, timed_out) from None
         conn.transport.set_keepalive(self._keepalive(conn))
+        early.no_delay(conn.transport.sock)  # paramiko's own socket, when it made one
         self.connections_opened += 1
         return conn
 
