@@ -7,6 +7,7 @@ they parse options, call the library and render. Nothing else.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import sys
 import threading
@@ -15,15 +16,7 @@ import typer
 
 from pctfleet import exitcodes
 from pctfleet.cli import coerce
-from pctfleet.cli.audit import audit_command
-from pctfleet.cli.connections import connections_command
-from pctfleet.cli.doctor import doctor_command
 from pctfleet.cli.examples import examples_last
-from pctfleet.cli.exec import exec_command
-from pctfleet.cli.fleetreport import report_command
-from pctfleet.cli.rollout import rollout_command
-from pctfleet.cli.run import provision_command, run_command
-from pctfleet.cli.verify import verify_command
 from pctfleet.errors import InputError
 from pctfleet.textout import visible
 
@@ -31,39 +24,87 @@ coerce.install()  # option values without pydantic where the answer is certain
 
 UNFLUSHED = 120  # what Python exits with when stdout cannot be flushed at exit
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
-app = typer.Typer(
-    name="pctfleet",
-    help="Bring GPU containers on Proxmox VE to a declared state: a matched CUDA toolchain, "
+HELP = (
+    "Bring GPU containers on Proxmox VE to a declared state: a matched CUDA toolchain, "
     "the CCCL overlay, link fixes, a clean flashinfer JIT cache and a healthy SGLang server.\n\n"
     "Nodes are reached over SSH (host keys checked), containers through 'pct exec'. "
-    "Try it without Proxmox: 'pctfleet lab up'.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    context_settings=HELP_OPTIONS,
+    "Try it without Proxmox: 'pctfleet lab up'."
 )
-app.command("exec", context_settings={"allow_interspersed_args": False})(exec_command)
-app.command("run")(run_command)
-app.command("provision")(provision_command)
-app.command("doctor")(doctor_command)
-app.command("audit")(audit_command)
-app.command("verify")(verify_command)
-app.command("rollout")(rollout_command)
-app.command("report")(report_command)
-app.command("connections")(connections_command)
+# Each command's module is imported only when the app that has it is built: a
+# `pctfleet run` loads run's module, not rollout's, verify's or the lab's (about
+# 0.1 s of CPU at start-up). In the order --help lists them.
+COMMANDS: dict[str, tuple[str, str, dict]] = {
+    "exec": ("pctfleet.cli.exec", "exec_command", {"allow_interspersed_args": False}),
+    "run": ("pctfleet.cli.run", "run_command", {}),
+    "provision": ("pctfleet.cli.run", "provision_command", {}),
+    "doctor": ("pctfleet.cli.doctor", "doctor_command", {}),
+    "audit": ("pctfleet.cli.audit", "audit_command", {}),
+    "verify": ("pctfleet.cli.verify", "verify_command", {}),
+    "rollout": ("pctfleet.cli.rollout", "rollout_command", {}),
+    "report": ("pctfleet.cli.fleetreport", "report_command", {}),
+    "connections": ("pctfleet.cli.connections", "connections_command", {}),
+}
+GROUPS: dict[str, tuple[str, str, str | None]] = {
+    "inventory": ("pctfleet.cli.inventory", "inventory_app", "Inventories read from the nodes."),
+    "lab": ("pctfleet.lab.cli", "lab_app", "A local Proxmox-like lab: sshd nodes, LXC containers."),
+    "runs": ("pctfleet.cli.runs", "runs_app", None),
+}
 
 
-def _register_subcommands() -> None:
-    from pctfleet.cli.inventory import inventory_app
-    from pctfleet.cli.runs import runs_app
-    from pctfleet.lab.cli import lab_app
-
-    app.add_typer(inventory_app, name="inventory", help="Inventories read from the nodes.")
-    app.add_typer(lab_app, name="lab", help="A local Proxmox-like lab: sshd nodes, LXC containers.")
-    app.add_typer(runs_app, name="runs")
+def _loaded(module: str, attribute: str):  # noqa: ANN202 - a command function or a Typer
+    return getattr(importlib.import_module(module), attribute)
 
 
-_register_subcommands()
-examples_last(app)
+def build_app(only: str | None = None) -> typer.Typer:
+    """The `pctfleet` app with every command, or with the one command or group
+    named `only` (what `pctfleet ONLY ...` runs: the same command, options and help)."""
+    application = typer.Typer(
+        name="pctfleet",
+        help=HELP,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        context_settings=HELP_OPTIONS,
+    )
+    for name, (module, attribute, settings) in COMMANDS.items():
+        if only in (None, name):
+            extra = {"context_settings": settings} if settings else {}
+            application.command(name, **extra)(_loaded(module, attribute))
+    for name, (module, attribute, text) in GROUPS.items():
+        if only in (None, name):
+            application.add_typer(_loaded(module, attribute), name=name, help=text)
+    if only is not None:
+        # One command and no callback would make typer run it as the program itself
+        # (`pctfleet ARGS`); a callback keeps `pctfleet NAME ARGS`.
+        application.callback()(_group)
+    return examples_last(application)
+
+
+def _group() -> None:
+    """Run one command."""
+
+
+def app_for(args: list[str]) -> typer.Typer:
+    """The app for this command line: only its command's when it starts with one."""
+    completing = any(key.endswith("_COMPLETE") for key in os.environ if key.startswith("_"))
+    if args and not completing and (args[0] in COMMANDS or args[0] in GROUPS):
+        return build_app(only=args[0])
+    return full_app()
+
+
+_full: list[typer.Typer] = []
+
+
+def full_app() -> typer.Typer:
+    if not _full:
+        _full.append(build_app())
+    return _full[0]
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`app`: the whole app, built on first use (tests and scripts import it)."""
+    if name == "app":
+        return full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _is_click(exc: BaseException, name: str) -> bool:
@@ -105,7 +146,7 @@ def _close_early_logins() -> None:
 
 
 def main() -> None:
-    sys.exit(_invoke(app))
+    sys.exit(_invoke(app_for(sys.argv[1:])))
 
 
 def provision_main() -> None:
@@ -115,7 +156,7 @@ def provision_main() -> None:
 
 def console() -> None:
     """The `pctfleet` program: `main`, then the process ends without teardown."""
-    leave(_invoke(app))
+    leave(_invoke(app_for(sys.argv[1:])))
 
 
 def provision_console() -> None:
@@ -155,5 +196,5 @@ def provision_app() -> typer.Typer:
     single = typer.Typer(
         add_completion=False, pretty_exceptions_enable=False, context_settings=HELP_OPTIONS
     )
-    single.command("provision")(provision_command)
+    single.command("provision")(_loaded(*COMMANDS["provision"][:2]))
     return examples_last(single)
