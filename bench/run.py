@@ -392,7 +392,7 @@ def read_ansible(result: Measured) -> dict:
 
 
 STARTUP = {
-    "pctfleet_cli": [PYTHON, "-c", "import pctfleet.cli.main"],
+    "pctfleet_cli": [PYTHON, "-c", "from pctfleet.cli import main; main.app_for(['run'])"],
     "floor": [PYTHON, "-c", "import paramiko, yaml, jinja2, pctfleet.transport.pct"],
 }
 
