@@ -32,6 +32,7 @@ import importlib.util  # noqa: E402
 
 import ansible_env  # noqa: E402
 import benchlab  # noqa: E402
+import interpreters  # noqa: E402
 import simbench  # noqa: E402
 import tables  # noqa: E402
 from measure import Measured, measure  # noqa: E402
@@ -76,6 +77,7 @@ class Bench:
     checks: list[dict] = field(default_factory=list)
     startups: dict[str, list[float]] = field(default_factory=dict)
     startup_probe: dict | None = None  # bench/startup.py's medians, when it exists
+    probe_interpreters: dict | None = None  # Python starts in one container's no-op probe
     size: int = 0  # containers in the inventory the tools are run against now
 
     @property
@@ -241,6 +243,7 @@ class Bench:
         self.say("pctfleet converges the containers for the no-op rounds")
         self.pctfleet_run("setup")
         self.measure_startup_probe()
+        self.measure_probe_interpreters()
         self.rekeep()
         for i in range(self.runs):
             for size in sorted(self.lab.inventories):
@@ -281,6 +284,33 @@ class Bench:
             self.startup_probe = {"error": f"{type(exc).__name__}: {exc}"}
         self.say(f"  start-up: {self.startup_probe}")
 
+    def measure_probe_interpreters(self) -> None:
+        """Python interpreters started in one converged container by a no-op run
+        (bench/interpreters.py); the run itself is not a sample."""
+        node = self.lab.info.nodes[0]
+        host = f"n1-ct{node.containers[0]}"  # benchlab.render_inventory's name for it
+        common = [*self._pctfleet_common(), "--limit", host]
+
+        def in_container(script: str) -> tuple[int, str]:
+            argv = [PYTHON, "-m", "pctfleet", "exec", *common, "--", "sh", "-c", script]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            return done.returncode, done.stdout + done.stderr
+
+        def noop() -> None:
+            argv = [PYTHON, "-m", "pctfleet", "run", str(PLAYBOOK), *common, "--json"]
+            argv += ["--journal-dir", str(self.lab.work / "runs")]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+            summary = json.loads(done.stdout or "{}").get("summary") or {}
+            if done.returncode != 0 or summary.get("changed"):
+                raise RuntimeError(f"the no-op run was not one (exit {done.returncode})")
+
+        try:
+            starts = interpreters.count_starts(in_container, play_var("venv"), noop)
+            self.probe_interpreters = {"container": host, "starts": starts}
+        except Exception as exc:  # noqa: BLE001 - reported in the table, not fatal
+            self.probe_interpreters = {"container": host, "error": f"{type(exc).__name__}: {exc}"}
+        self.say(f"  python starts in {host}'s no-op probe: {self.probe_interpreters}")
+
     def paired(self, scenario: str, round_: int) -> None:
         for j in range(PAIRS):
             pair = f"floor/{scenario}/{self.size}/{round_}/{j}"
@@ -295,6 +325,13 @@ class Bench:
         for run in runs if round_ % 2 == 0 else runs[::-1]:
             run().pair = pair
         self.pctfleet_run(scenario, kept=True).pair = pair
+
+
+def play_var(name: str) -> object:
+    """A variable of the benchmark playbook's play, as its YAML sets it."""
+    import yaml
+
+    return yaml.safe_load(PLAYBOOK.read_text(encoding="utf-8"))[0]["vars"][name]
 
 
 def load_startup():  # noqa: ANN201 - the module, or None
@@ -481,6 +518,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "startup": {k: statistics.median(v) for k, v in bench.startups.items()},
         "startup_probe": bench.startup_probe,
+        "probe_interpreters": bench.probe_interpreters,
         "samples": [asdict(s) for s in bench.samples],
         "state_checks": bench.checks,
         "simulation": simulation,

@@ -3,13 +3,16 @@ the package listing needs the venv's interpreter, the server's /health check doe
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import interpreters  # noqa: E402  (the same wrappers the benchmark counts with)
 
 pytestmark = pytest.mark.lab
 
@@ -30,14 +33,6 @@ EXTRA = {
     "bench_label": "probe",
     "standin_src": str(REPO / "src/pctfleet/lab/sglang_standin.py"),
 }
-# Each Python start appends a line to LOG, then becomes the real interpreter under the
-# name it was called by (so a venv's python still finds its pyvenv.cfg).
-WRAPPER = f"""#!/bin/bash
-{{ printf '%s ' "$0" "$@" | tr '\\n' ' ' | head -c 100; echo; }} >> {LOG}
-exec -a "$0" /usr/bin/python3 "$@"
-"""
-WRAPPER_B64 = base64.b64encode(WRAPPER.encode()).decode()
-WRAPPED = ("/usr/local/bin/python3", f"{ROOT}/venv/bin/python")
 
 
 def pctfleet(info, command: str, *args: str) -> subprocess.CompletedProcess:
@@ -61,32 +56,26 @@ def site(info) -> dict:
     return json.loads(proc.stdout)["containers"][0]
 
 
-def _unwrap() -> str:
-    venv_python = WRAPPED[1]
-    return f"rm -f {WRAPPED[0]}; rm -f {venv_python}; ln -s /usr/bin/python3 {venv_python}"
-
-
 @pytest.fixture
 def converged(lab):
     info = lab.up(nodes=2, containers=2)
     first = site(info)
     assert first["status"] in ("changed", "ok"), first["message"]
     yield info
-    stop = f"kill $(cat {ROOT}/run/server.pid) 2>/dev/null; {_unwrap()}; rm -rf {ROOT}"
+    stop = f"kill $(cat {ROOT}/run/server.pid) 2>/dev/null; rm -rf {ROOT}"
     in_ct(info, stop)
 
 
 def test_a_converged_probe_starts_python_at_most_once(converged):
-    install = "; ".join(
-        f"rm -f {path} && echo {WRAPPER_B64} | base64 -d > {path} && chmod 755 {path}"
-        for path in WRAPPED
+    def in_container(script: str) -> tuple[int, str]:
+        done = in_ct(converged, script)
+        return done.returncode, done.stdout
+
+    runs = []
+    starts = interpreters.count_starts(
+        in_container, EXTRA["venv"], lambda: runs.append(site(converged)), log=LOG
     )
-    assert in_ct(converged, f"{install}; : > {LOG}").returncode == 0
-    try:
-        again = site(converged)
-        starts = in_ct(converged, f"cat {LOG}").stdout.splitlines()
-    finally:
-        in_ct(converged, _unwrap())
+    again = runs[0]
     assert again["status"] == "ok", again
     assert again["remote_calls"] == 1, again
     assert len(starts) <= 1, starts

@@ -209,3 +209,48 @@ def test_startup_logs_in_with_the_labs_known_hosts():
     argv = startup.run_argv("inv.yml", "site.yml", "/lab/known_hosts")
     assert argv[argv.index("--known-hosts") + 1] == "/lab/known_hosts"
     assert "--known-hosts" not in startup.run_argv("inv.yml", "site.yml", None)
+
+
+def test_interpreters_target_counts_the_python_starts_of_one_probe():
+    label = "converged probe starts at most one interpreter per container"
+    one = {"container": "n1-ct200", "starts": ["/opt/bench/venv/bin/python -c ..."]}
+    assert tables.interpreters_target(one) == (
+        label,
+        "1 in n1-ct200's no-op (/opt/bench/venv/bin/python)",
+        "met",
+    )
+    none = tables.interpreters_target({"container": "n1-ct200", "starts": []})
+    assert none[1:] == ("0 in n1-ct200's no-op (none)", "met")
+    two = {"container": "n1-ct200", "starts": ["/usr/local/bin/python3 -", "python -c x"]}
+    assert tables.interpreters_target(two)[2] == "missed: 2 interpreters"
+    broken = tables.interpreters_target({"container": "n1-ct200", "error": "RuntimeError: x"})
+    assert broken[2] == "not measured: RuntimeError: x"
+    assert tables.interpreters_target(None)[2] == "not measured by this run"
+
+
+def test_interpreter_wrappers_go_in_and_come_out(tmp_path, monkeypatch):
+    """The scripts bench/interpreters.py runs in the container, run here on a fake root:
+    the wrappers log each start and run the real interpreter; the restore undoes it."""
+    import subprocess
+
+    import interpreters
+
+    venv, log = tmp_path / "venv", tmp_path / "starts.log"
+    (venv / "bin").mkdir(parents=True)
+    system = tmp_path / "python3"
+    monkeypatch.setattr(interpreters, "SYSTEM", str(system))
+    install = interpreters.install_script(str(venv), str(log))
+    install += interpreters.self_check(str(venv), str(log))
+    checked = subprocess.run(["sh", "-c", install], capture_output=True, text=True)
+    assert (checked.returncode, checked.stdout.split()) == (0, ["1"])
+    assert log.read_text() == ""  # emptied for the run to be measured
+    out = subprocess.run(
+        [str(venv / "bin/python"), "-c", "print(6 * 7)"], capture_output=True, text=True
+    )
+    assert out.stdout == "42\n"
+    subprocess.run([str(system), "-c", "pass"], check=True)
+    assert len(log.read_text().splitlines()) == 2
+    restore = interpreters.restore_script(str(venv), str(log))
+    assert subprocess.run(["sh", "-c", restore], check=False).returncode == 0
+    assert not system.exists() and not log.exists()
+    assert (venv / "bin/python").resolve() == Path("/usr/bin/python3").resolve()
