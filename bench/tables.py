@@ -566,18 +566,35 @@ def _latency_finding(document: dict, summary: dict, size: int) -> str:
     )
     if grew["floor"] is not None:
         text += f" and {grew['floor']:.2f} s to the floor's ({grew['floor'] / rtt:.1f})"
-    return text + (
-        f". The target allows {LATENCY_ROUND_TRIPS} round trips (login, channel, call) "
-        "per node; nodes are worked on in parallel, so that is "
-        f"{LATENCY_ROUND_TRIPS * rtt:.2f} s of wall time whatever the number of nodes. "
-        "An SSH login alone takes several round trips (version, key exchange, "
-        "authentication), which the floor pays too, and a call whose script goes on "
-        "stdin takes three after it against OpenSSH's sshd: the channel's opening, "
-        "then sshd's window, which stays shut until the command has started "
-        "(measured at 200 ms a round trip: channel open at 0.20 s, output at 0.61 s, "
-        "whether or not stdin is sent right behind the exec request). pctfleet logs "
-        "in while it prepares the playbook, which hides the login only where the "
-        "preparation takes as long."
+    return (
+        text
+        + (
+            f". The target allows {LATENCY_ROUND_TRIPS} round trips (login, channel, call) "
+            "per node; nodes are worked on in parallel, so that is "
+            f"{LATENCY_ROUND_TRIPS * rtt:.2f} s of wall time whatever the number of nodes. "
+            "A first login takes three round trips before any channel: the versions, the "
+            "key exchange, then authentication (pctfleet sends the signed request right "
+            "behind the service request, so that is one), and the floor pays them too. A "
+            "call whose script goes on stdin takes three after it against OpenSSH's sshd: "
+            "the channel's opening, then sshd's window, which stays shut until the command "
+            "has started (measured at 200 ms a round trip: channel open at 0.20 s, output "
+            "at 0.61 s, whether or not stdin is sent right behind the exec request). So a "
+            "run that logs in waits about six round trips, less what other work hides: "
+            "pctfleet logs in while it prepares the playbook, and on this lab the nodes' "
+            "`pct` calls run on the controller's two cores, so part of the wait overlaps "
+            "work that would otherwise queue for a core"
+        )
+        + _kept_growth(summary, size, rtt)
+    )
+
+
+def _kept_growth(summary: dict, size: int, rtt: float) -> str:
+    kept = _growth(summary, KEPT_TOOL, size)
+    if kept is None:
+        return "."
+    return (
+        f"; a run on a kept login (`--persist`) pays only the channel and the call: it "
+        f"grew {kept:.2f} s ({kept / rtt:.1f} round trips)."
     )
 
 
