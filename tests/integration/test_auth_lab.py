@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,30 @@ def test_a_login_of_paramikos_own_socket_sends_packets_at_once(info):
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
     finally:
         node.close()
+
+
+@pytest.fixture
+def rsa_key(info, tmp_path):
+    """An RSA key the lab's sshd accepts for this test: its public half appended to
+    the lab's authorized keys file, which is put back byte for byte afterwards."""
+    key = tmp_path / "id_rsa"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", str(key)], check=True
+    )
+    authorized = Path(str(info.identity) + ".pub")
+    before = authorized.read_bytes()
+    authorized.write_bytes(before + b"\n" + (tmp_path / "id_rsa.pub").read_bytes())
+    try:
+        yield str(key)
+    finally:
+        authorized.write_bytes(before)
+
+
+def test_an_rsa_key_signs_with_the_sha2_algorithm_sshd_named(info, caplog, rsa_key):
+    """Pipelined only once EXT_INFO is read; either way sshd's own choice is signed
+    with, never the SHA-1 `ssh-rsa` that OpenSSH refuses."""
+    wire = login(info, caplog, [rsa_key])
+    agreed = [r.getMessage() for r in caplog.records if "pubkey algorithm" in r.getMessage()]
+    assert agreed and all("rsa-sha2-" in text for text in agreed), agreed
+    assert wire.count("write userauth-request") == 1
+    assert "read userauth-success" in wire

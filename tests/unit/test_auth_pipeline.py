@@ -21,14 +21,20 @@ class WireLog:
     server_mode = False
     session_id = b"\x01" * 32
     preferred_pubkeys = ("rsa-sha2-512", "rsa-sha2-256", "ssh-rsa")
-    server_extensions: dict = {}
 
     def __init__(self) -> None:
+        self.server_extensions: dict = {}  # sshd's EXT_INFO, once read
         self.lock = threading.Lock()
         self.sent: list[int] = []
+        self.algorithms: list[str] = []  # of each USERAUTH_REQUEST sent
 
     def _send_message(self, m: paramiko.Message) -> None:
         self.sent.append(m.asbytes()[0])
+        if m.asbytes()[0] == MSG_USERAUTH_REQUEST:
+            m.rewind()
+            m.get_byte()
+            m.get_text(), m.get_text(), m.get_text(), m.get_boolean()  # user, service, method
+            self.algorithms.append(m.get_text())
 
     def _log(self, *args: object) -> None:
         pass
@@ -72,12 +78,26 @@ def test_each_new_attempt_is_pipelined_again(ecdsa):
     assert len(wire.sent) == 4
 
 
-def test_rsa_waits_for_the_service_accept():
+@pytest.fixture(scope="module")
+def rsa() -> paramiko.PKey:
+    return paramiko.RSAKey.generate(1024)
+
+
+def test_rsa_waits_for_the_service_accept_while_ext_info_is_unread(rsa):
     """The RSA signature's algorithm depends on sshd's EXT_INFO, read by then."""
-    wire, handler = login(paramiko.RSAKey.generate(1024))
+    wire, handler = login(rsa)
     assert wire.sent == [MSG_SERVICE_REQUEST]
     handler._parse_service_accept(accept())
     assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
+
+
+def test_rsa_is_pipelined_once_ext_info_is_read(rsa):
+    wire = WireLog()
+    wire.server_extensions = {"server-sig-algs": b"ssh-ed25519,rsa-sha2-256"}
+    handler = PipelinedAuth(wire)  # type: ignore[arg-type]
+    handler.auth_publickey("root", rsa, threading.Event())
+    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
+    assert wire.algorithms == ["rsa-sha2-256"]  # the one sshd named, as paramiko picks it
 
 
 def test_other_methods_keep_paramikos_order():

@@ -7,9 +7,10 @@ order (RFC 4253 10: the request is answered before the next message is read),
 so both can go in one flight; the SERVICE_ACCEPT that comes back is then only
 acknowledged. Over a link of 100 ms a round trip that is 0.1 s off every login.
 
-RSA keys keep paramiko's order: which signature (rsa-sha2-256/512) sshd takes
-comes in its EXT_INFO, which may still be on its way when kex has just ended;
-the answer to the service request is what guarantees it has been read.
+An RSA key's signature algorithm (rsa-sha2-256/512) is chosen from sshd's
+EXT_INFO, which follows its NEWKEYS and may still be on its way when kex has just
+ended. So an RSA key is pipelined only when EXT_INFO has been read already; else
+it keeps paramiko's order, where the answer to the service request guarantees it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class PipelinedAuth(AuthHandler):
         if self.auth_method != "publickey":
             return False
         key_type, _ = self._get_key_type_and_bits(self.private_key)
-        return "rsa" not in key_type
+        return "rsa" not in key_type or "server-sig-algs" in self.transport.server_extensions
 
     def _request_auth(self) -> None:
         super()._request_auth()
