@@ -337,7 +337,11 @@ def _cpu_per_container(mode: str, points: dict[int, dict]) -> Row:
     big = points[max(points)]
     per_ct = 1000 * big["cpu_s"] / big["containers"]
     measured = f"{per_ct:.1f} ms at {big['containers']:,}"
-    return label, measured, "met" if per_ct <= SIM_CPU_MS else f"missed: {per_ct / SIM_CPU_MS:.1f}x"
+    return (
+        label,
+        measured,
+        "met" if per_ct <= SIM_CPU_MS else f"missed: {per_ct - SIM_CPU_MS:.1f} ms over",
+    )
 
 
 # -- rendering ---------------------------------------------------------------------------
@@ -525,10 +529,13 @@ def _floor_finding(document: dict, pf: dict, fl: dict, size: int) -> str:
         f"took {pf['wall_s']:.2f} s and {pf['cpu_s']:.2f} s of CPU with "
         f"{pf['logins']:.0f} SSH login per node and {pf['sessions']:g} `pct` call per "
         f"container; the floor {fl['wall_s']:.2f} s and {fl['cpu_s']:.2f} s with "
-        f"{fl['logins']:.0f} and {fl['sessions']:g}. Starting pctfleet's CLI (interpreter "
-        f"and imports) took {startup.get('pctfleet_cli', float('nan')):.2f} s against "
-        f"{startup.get('floor', float('nan')):.2f} s for the floor's imports; the rest of "
-        "the difference is the controller's work and the probe in each container."
+        f"{fl['logins']:.0f} and {fl['sessions']:g}. Starting pctfleet's CLI as far as "
+        "its command (interpreter, typer and the `run` command's module) took "
+        f"{startup.get('pctfleet_cli', float('nan')):.2f} s, the floor's start with its "
+        f"imports (paramiko, yaml, jinja2) {startup.get('floor', float('nan')):.2f} s; "
+        "pctfleet loads its SSH library and engine after that, while the inventory and "
+        "the playbook load. The rest of the difference is the controller's work and the "
+        "probe in each container."
     )
 
 
