@@ -293,13 +293,17 @@ class Bench:
 
         def in_container(script: str) -> tuple[int, str]:
             argv = [PYTHON, "-m", "pctfleet", "exec", *common, "--", "sh", "-c", script]
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-            return done.returncode, done.stdout + done.stderr
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+            )
+            return done.returncode, done.stdout if done.returncode == 0 else done.stderr
 
         def noop() -> None:
             argv = [PYTHON, "-m", "pctfleet", "run", str(PLAYBOOK), *common, "--json"]
             argv += ["--journal-dir", str(self.lab.work / "runs")]
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+            )
             summary = json.loads(done.stdout or "{}").get("summary") or {}
             if done.returncode != 0 or summary.get("changed"):
                 raise RuntimeError(f"the no-op run was not one (exit {done.returncode})")

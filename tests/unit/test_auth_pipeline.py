@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 
 import paramiko
 import pytest
-from paramiko.common import (
-    MSG_SERVICE_REQUEST,
-    MSG_USERAUTH_REQUEST,
-)
+from paramiko.auth_handler import AuthHandler
+from paramiko.common import MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST
 
 from pctfleet.transport.auth import PipelinedAuth, PipelinedTransport
 from pctfleet.transport.options import ConnectOptions, connection
 
 
 class WireLog:
-    """Just enough of a Transport for an AuthHandler: records each message sent."""
+    """Just enough of a Transport for an AuthHandler: records each message sent.
+    Like PipelinedTransport, it keeps the count of SERVICE_ACCEPTs due."""
 
     server_mode = False
     session_id = b"\x01" * 32
@@ -25,16 +25,27 @@ class WireLog:
     def __init__(self) -> None:
         self.server_extensions: dict = {}  # sshd's EXT_INFO, once read
         self.lock = threading.Lock()
-        self.sent: list[int] = []
-        self.algorithms: list[str] = []  # of each USERAUTH_REQUEST sent
+        self.accepts_due = 0
+        self.messages: list[bytes] = []
+        self.on_send = lambda kind: None  # what the "network" does as a message leaves
+
+    @property
+    def sent(self) -> list[int]:
+        return [message[0] for message in self.messages]
 
     def _send_message(self, m: paramiko.Message) -> None:
-        self.sent.append(m.asbytes()[0])
-        if m.asbytes()[0] == MSG_USERAUTH_REQUEST:
-            m.rewind()
-            m.get_byte()
-            m.get_text(), m.get_text(), m.get_text(), m.get_boolean()  # user, service, method
-            self.algorithms.append(m.get_text())
+        self.messages.append(m.asbytes())
+        self.on_send(m.asbytes()[0])
+
+    def algorithms(self) -> list[str]:
+        """The signature algorithm of each USERAUTH_REQUEST sent."""
+        found = []
+        for raw in self.messages:
+            if raw[0] == MSG_USERAUTH_REQUEST:
+                m = paramiko.Message(raw[1:])
+                m.get_text(), m.get_text(), m.get_text(), m.get_boolean()
+                found.append(m.get_text())
+        return found
 
     def _log(self, *args: object) -> None:
         pass
@@ -55,37 +66,86 @@ def ecdsa() -> paramiko.PKey:
     return paramiko.ECDSAKey.generate()
 
 
-def login(key: paramiko.PKey) -> tuple[WireLog, PipelinedAuth]:
-    wire = WireLog()
-    handler = PipelinedAuth(wire)  # type: ignore[arg-type]
-    handler.auth_publickey("root", key, threading.Event())
-    return wire, handler
-
-
-def test_signed_request_follows_the_service_request_at_once(ecdsa):
-    wire, handler = login(ecdsa)
-    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
-    handler._parse_service_accept(accept())  # sshd's answer, later: nothing more goes out
-    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
-
-
-def test_each_new_attempt_is_pipelined_again(ecdsa):
-    wire, handler = login(ecdsa)
-    handler._parse_service_accept(accept())
-    handler.auth_publickey("root", ecdsa, threading.Event())  # the next key, after a failure
-    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST] * 2
-    handler._parse_service_accept(accept())
-    assert len(wire.sent) == 4
-
-
 @pytest.fixture(scope="module")
 def rsa() -> paramiko.PKey:
     return paramiko.RSAKey.generate(1024)
 
 
+@pytest.fixture(scope="module")
+def ed25519(tmp_path_factory) -> paramiko.PKey:
+    path = tmp_path_factory.mktemp("key") / "id"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return paramiko.Ed25519Key.from_private_key_file(str(path))
+
+
+def attempt(wire: WireLog, key: paramiko.PKey, handler_class: type = PipelinedAuth) -> AuthHandler:
+    """One key's attempt, with a handler of its own (as Transport.auth_publickey makes)."""
+    handler = handler_class(wire)  # type: ignore[arg-type]
+    handler.auth_publickey("root", key, threading.Event())
+    return handler
+
+
+def test_signed_request_follows_the_service_request_at_once(ecdsa):
+    wire = WireLog()
+    handler = attempt(wire, ecdsa)
+    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
+    handler._parse_service_accept(accept())  # sshd's answer, later: nothing more goes out
+    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
+    assert wire.accepts_due == 0
+
+
+def test_the_request_is_the_one_paramiko_would_send(ed25519, rsa):
+    """Byte for byte (Ed25519 and RSA PKCS#1 signatures are deterministic)."""
+    for key, extensions in ((ed25519, {}), (rsa, {"server-sig-algs": b"rsa-sha2-256"})):
+        ours, theirs = WireLog(), WireLog()
+        ours.server_extensions = theirs.server_extensions = extensions
+        attempt(ours, key)
+        attempt(theirs, key, AuthHandler)._parse_service_accept(accept())
+        assert ours.messages == theirs.messages
+
+
+def test_each_new_attempt_is_pipelined_again(ecdsa):
+    wire = WireLog()
+    attempt(wire, ecdsa)._parse_service_accept(accept())
+    second = attempt(wire, ecdsa)  # the next key, after a failure
+    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST] * 2
+    second._parse_service_accept(accept())
+    assert len(wire.sent) == 4
+
+
+def test_an_answer_that_comes_back_at_once_is_counted(ecdsa):
+    """sshd's SERVICE_ACCEPT handled between our two messages: one request only."""
+    wire = WireLog()
+    handler = PipelinedAuth(wire)  # type: ignore[arg-type]
+
+    def answer(kind: int) -> None:
+        if kind == MSG_SERVICE_REQUEST:
+            handler._parse_service_accept(accept())
+
+    wire.on_send = answer
+    handler.auth_publickey("root", ecdsa, threading.Event())
+    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
+    assert wire.accepts_due == 0
+
+
+def test_a_key_that_cannot_sign_sends_nothing(ecdsa):
+    class Refusing(paramiko.ECDSAKey):
+        def sign_ssh_data(self, data: bytes, algorithm: str | None = None) -> bytes:
+            raise paramiko.SSHException("agent refused operation")
+
+    refusing = Refusing(vals=(ecdsa.signing_key, ecdsa.verifying_key))
+    wire = WireLog()
+    with pytest.raises(paramiko.SSHException):
+        attempt(wire, refusing)
+    assert (wire.sent, wire.accepts_due) == ([], 0)
+    attempt(wire, ecdsa)._parse_service_accept(accept())  # the next key, as if alone
+    assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
+
+
 def test_rsa_waits_for_the_service_accept_while_ext_info_is_unread(rsa):
     """The RSA signature's algorithm depends on sshd's EXT_INFO, read by then."""
-    wire, handler = login(rsa)
+    wire = WireLog()
+    handler = attempt(wire, rsa)
     assert wire.sent == [MSG_SERVICE_REQUEST]
     handler._parse_service_accept(accept())
     assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
@@ -94,10 +154,9 @@ def test_rsa_waits_for_the_service_accept_while_ext_info_is_unread(rsa):
 def test_rsa_is_pipelined_once_ext_info_is_read(rsa):
     wire = WireLog()
     wire.server_extensions = {"server-sig-algs": b"ssh-ed25519,rsa-sha2-256"}
-    handler = PipelinedAuth(wire)  # type: ignore[arg-type]
-    handler.auth_publickey("root", rsa, threading.Event())
+    attempt(wire, rsa)
     assert wire.sent == [MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST]
-    assert wire.algorithms == ["rsa-sha2-256"]  # the one sshd named, as paramiko picks it
+    assert wire.algorithms() == ["rsa-sha2-256"]  # the one sshd named, as paramiko picks it
 
 
 def test_other_methods_keep_paramikos_order():

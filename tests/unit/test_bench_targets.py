@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -228,29 +229,51 @@ def test_interpreters_target_counts_the_python_starts_of_one_probe():
     assert tables.interpreters_target(None)[2] == "not measured by this run"
 
 
-def test_interpreter_wrappers_go_in_and_come_out(tmp_path, monkeypatch):
-    """The scripts bench/interpreters.py runs in the container, run here on a fake root:
-    the wrappers log each start and run the real interpreter; the restore undoes it."""
+def _sh(script: str):  # noqa: ANN202 - CompletedProcess
     import subprocess
 
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+
+
+def _fake_root(tmp_path, monkeypatch):  # noqa: ANN001, ANN202
     import interpreters
 
-    venv, log = tmp_path / "venv", tmp_path / "starts.log"
+    venv, log, system = tmp_path / "venv", tmp_path / "starts.log", tmp_path / "python3"
     (venv / "bin").mkdir(parents=True)
-    system = tmp_path / "python3"
     monkeypatch.setattr(interpreters, "SYSTEM", str(system))
-    install = interpreters.install_script(str(venv), str(log))
-    install += interpreters.self_check(str(venv), str(log))
-    checked = subprocess.run(["sh", "-c", install], capture_output=True, text=True)
+    return interpreters, str(venv), str(log), system
+
+
+def test_interpreter_wrappers_go_in_and_come_out(tmp_path, monkeypatch):
+    """The scripts bench/interpreters.py runs in the container, run here on a fake root:
+    the wrappers log each start and run the real interpreter; the restore puts back
+    what was there (a link for the venv's python, nothing for the other)."""
+    import subprocess
+
+    interpreters, venv, log, system = _fake_root(tmp_path, monkeypatch)
+    venv_python = Path(venv) / "bin/python"
+    venv_python.symlink_to("/usr/bin/python3")
+    checked = _sh(interpreters.install_script(venv, log) + interpreters.self_check(venv, log))
     assert (checked.returncode, checked.stdout.split()) == (0, ["1"])
-    assert log.read_text() == ""  # emptied for the run to be measured
-    out = subprocess.run(
-        [str(venv / "bin/python"), "-c", "print(6 * 7)"], capture_output=True, text=True
-    )
+    assert Path(log).read_text() == ""  # emptied for the run to be measured
+    out = subprocess.run([str(venv_python), "-c", "print(6 * 7)"], capture_output=True, text=True)
     assert out.stdout == "42\n"
     subprocess.run([str(system), "-c", "pass"], check=True)
-    assert len(log.read_text().splitlines()) == 2
-    restore = interpreters.restore_script(str(venv), str(log))
-    assert subprocess.run(["sh", "-c", restore], check=False).returncode == 0
-    assert not system.exists() and not log.exists()
-    assert (venv / "bin/python").resolve() == Path("/usr/bin/python3").resolve()
+    assert len(Path(log).read_text().splitlines()) == 2
+    assert _sh(interpreters.restore_script(venv, log)).returncode == 0
+    assert not system.exists() and not Path(log).exists()
+    assert os.readlink(venv_python) == "/usr/bin/python3"
+    assert sorted(p.name for p in Path(venv, "bin").iterdir()) == ["python"]
+
+
+def test_interpreter_restore_never_removes_an_original(tmp_path, monkeypatch):
+    """A failed install (nothing moved aside) leaves the file; a run that never
+    restored leaves its saved original, which the next install does not overwrite."""
+    interpreters, venv, log, system = _fake_root(tmp_path, monkeypatch)
+    system.write_text("original\n")
+    assert _sh(interpreters.restore_script(venv, log)).returncode == 0
+    assert system.read_text() == "original\n"
+    assert _sh(interpreters.install_script(venv, log)).returncode == 0  # then no restore
+    assert _sh(interpreters.install_script(venv, log)).returncode == 0  # a later run
+    assert _sh(interpreters.restore_script(venv, log)).returncode == 0
+    assert system.read_text() == "original\n"

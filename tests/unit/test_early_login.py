@@ -94,6 +94,9 @@ def test_no_delay_leaves_other_sockets_alone():
     with socket.socket(socket.AF_UNIX) as unix:
         early.no_delay(unix)  # a ProxyJump's channel or a unix socket: nothing to set
     early.no_delay(object())
+    closed = socket.socket()
+    closed.close()
+    early.no_delay(closed)  # a socket sshd's hang-up closed: no error of its own
 
 
 def test_early_error_is_the_runs_error_for_that_node(tmp_path):

@@ -113,7 +113,10 @@ def no_delay(sock: object) -> None:
     then EOF); Nagle holds the second until the first is acknowledged, which a
     peer's delayed ACK puts off by up to 40 ms, and by a round trip on a slow link."""
     if isinstance(sock, socket.socket) and sock.family in (socket.AF_INET, socket.AF_INET6):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # closed under us (sshd hung up): the next use reports that
+            pass
 
 
 def tcp_connect(address: str, port: int, timeout: float) -> Opened:
