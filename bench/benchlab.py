@@ -121,6 +121,11 @@ def server_port(node_index: int, ctid: int) -> int:
     return PORT_BASE + node_index * 10 + (ctid - 200)
 
 
+def host_name(node_index: int, ctid: int) -> str:
+    """The inventory's name for container `ctid` on the node_index-th node (from 1)."""
+    return f"n{node_index}-ct{ctid}"
+
+
 def render_inventory(lab: Lab, nodes: int | None = None) -> str:
     """Ansible YAML for proxmox_pct_remote, which pctfleet reads as it is (first `nodes`)."""
     info = lab.info
@@ -141,7 +146,7 @@ def render_inventory(lab: Lab, nodes: int | None = None) -> str:
             "      hosts:",
         ]
         for ctid in node.containers:
-            label = f"n{index}-ct{ctid}"
+            label = host_name(index, ctid)
             lines.append(
                 f"        {label}: {{proxmox_vmid: {ctid}, server_port: "
                 f"{server_port(index, ctid)}, bench_label: {label}}}"

@@ -288,7 +288,7 @@ class Bench:
         """Python interpreters started in one converged container by a no-op run
         (bench/interpreters.py); the run itself is not a sample."""
         node = self.lab.info.nodes[0]
-        host = f"n1-ct{node.containers[0]}"  # benchlab.render_inventory's name for it
+        host = benchlab.host_name(1, node.containers[0])
         common = [*self._pctfleet_common(), "--limit", host]
 
         def in_container(script: str) -> tuple[int, str]:

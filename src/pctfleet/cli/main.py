@@ -7,6 +7,7 @@ they parse options, call the library and render. Nothing else.
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib
 import os
 import sys
@@ -91,13 +92,9 @@ def app_for(args: list[str]) -> typer.Typer:
     return full_app()
 
 
-_full: list[typer.Typer] = []
-
-
+@functools.cache
 def full_app() -> typer.Typer:
-    if not _full:
-        _full.append(build_app())
-    return _full[0]
+    return build_app()
 
 
 def __getattr__(name: str) -> typer.Typer:

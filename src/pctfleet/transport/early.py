@@ -20,6 +20,7 @@ once their TCP connect is under way.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import glob
 import queue
@@ -113,10 +114,9 @@ def no_delay(sock: object) -> None:
     then EOF); Nagle holds the second until the first is acknowledged, which a
     peer's delayed ACK puts off by up to 40 ms, and by a round trip on a slow link."""
     if isinstance(sock, socket.socket) and sock.family in (socket.AF_INET, socket.AF_INET6):
-        try:
+        # A socket closed under us (sshd hung up) raises: its next use reports that.
+        with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:  # closed under us (sshd hung up): the next use reports that
-            pass
 
 
 def tcp_connect(address: str, port: int, timeout: float) -> Opened:
