@@ -261,3 +261,22 @@ def test_a_converged_copy_leaves_its_content_for_later_tasks(tmp_path):
         args = REGISTRY[module].prepare(raw, ctx, "t")
         REGISTRY[module].fact.converged(args, world)
     assert world.files == {"/opt/app/a.env": b"A=1\n", "/opt/app/env.j2": b"PORT=8000\n"}
+
+
+def test_a_node_without_round_trips_never_sleeps_for_them(monkeypatch):
+    # sleep(0) gives up the GIL: on a fleet of thousands of threads that handoff is
+    # the simulation's own cost, counted in the controller CPU the bench reports.
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    node = SimNode("pve1")
+    target = SimTarget(node, 200, latency=0.0)
+    target.run(["true"])
+    target.run(["true"])
+    assert slept == [] and node.logins == 1 and node.calls == 2
+
+
+def test_a_snippet_key_tells_texts_apart_and_matches_equal_ones():
+    text = "stat -c %a /opt/app"
+    assert snippet_key(text) == snippet_key("".join(["stat -c %a ", "/opt/app"]))
+    assert snippet_key(text) != snippet_key(text + " ")
+    assert snippet_key(text) != snippet_key("stat -c %a /opt/apq")
