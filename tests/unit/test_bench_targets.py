@@ -118,7 +118,8 @@ def test_latency_allows_three_round_trips_overall_not_per_node():
     assert verdict(document(met), label)[1] == "met"
     missed = base + floor_pairs(1.55, 5, scenario="noop+latency")
     measured, said = verdict(document(missed), label)
-    assert said == "missed: 0.15 s over" and "4.5 round trips" in measured
+    assert said == "missed: 0.15 s over; a fresh login alone takes 3"
+    assert "4.5 round trips" in measured
     assert verdict(document(base), label)[1].startswith("not measured")
     noisy = base + [sample("pctfleet", "noop", 2.0)] + floor_pairs(1.35, 5, scenario="noop+latency")
     assert (
