@@ -185,7 +185,20 @@ def _pair_target(
     ratios = pair_ratios(samples, other, tool).get(("noop", size))
     if not ratios:
         return label, "-", f"not measured: {none}"
-    return _ratio_row(label, ratios, target, at_least)
+    label, measured, verdict = _ratio_row(label, ratios, target, at_least)
+    if other == "ansible" and verdict.startswith("missed"):
+        verdict += _floor_against_ansible(samples, size)
+    return label, measured, verdict
+
+
+def _floor_against_ansible(samples: list[dict], size: int) -> str:
+    """What the floor itself reaches against Ansible in the same run (medians): the
+    most that a tool doing only the floor's work could show."""
+    summary = summarize(samples)
+    ansible, floor = summary.get(("ansible", "noop", size)), summary.get(("floor", "noop", size))
+    if not ansible or not floor or not floor["wall_s"]:
+        return ""
+    return f"; Ansible / floor in this run: {ansible['wall_s'] / floor['wall_s']:.1f}x"
 
 
 def _kept_label(tool: str) -> str:

@@ -83,6 +83,16 @@ def test_ansible_ratio_met_missed_and_too_few_pairs():
     assert verdict(document(floor_pairs(1.1, 5)), label)[1].startswith("not measured: no Ansible")
 
 
+def test_an_ansible_miss_says_what_the_floor_reaches_against_ansible():
+    label = "no-op, 6 containers, 2 nodes: Ansible"
+    pairs = floor_pairs(1, 5)
+    floor = [{**one, "wall_s": 1.25} if one["tool"] == "floor" else one for one in pairs]
+    said = verdict(document(ansible_pairs(30, 5) + floor), label)[1]
+    assert said == "missed: 75% of the target; Ansible / floor in this run: 24.0x"
+    assert verdict(document(ansible_pairs(45, 5) + floor), label)[1] == "met"
+    assert verdict(document(ansible_pairs(30, 5)), label)[1] == "missed: 75% of the target"
+
+
 def test_floor_ratio_is_the_median_of_back_to_back_pairs():
     label = "no-op, 6 containers, 2 nodes: pctfleet / floor"
     assert verdict(document(floor_pairs(1.1, 5)), label)[1] == "met"
