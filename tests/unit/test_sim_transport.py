@@ -280,3 +280,24 @@ def test_a_snippet_key_tells_texts_apart_and_matches_equal_ones():
     assert snippet_key(text) == snippet_key("".join(["stat -c %a ", "/opt/app"]))
     assert snippet_key(text) != snippet_key(text + " ")
     assert snippet_key(text) != snippet_key("stat -c %a /opt/apq")
+
+
+def test_callers_that_arrive_during_the_login_wait_for_it():
+    node = SimNode("pve1", rtt=0.05)
+    starts: list[float] = []
+    ends: list[float] = []
+
+    def call() -> None:
+        starts.append(time.monotonic())
+        SimTarget(node, 200, latency=0.0).run(["true"])
+        ends.append(time.monotonic())
+
+    threads = [threading.Thread(target=call) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # The login (0.05 s) starts with the first call; no call ends before it is over
+    # and its own channel and call (0.1 s) are done.
+    assert node.logins == 1 and len(ends) == 5
+    assert min(ends) - min(starts) >= 0.15
