@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import threading
 
@@ -10,7 +11,9 @@ import pytest
 from paramiko.auth_handler import AuthHandler
 from paramiko.common import MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST
 
-from pctfleet.transport.auth import PipelinedAuth, PipelinedTransport
+from pctfleet.transport import preopen
+from pctfleet.transport.auth import PipelinedAuth, PipelinedTransport, _skip_once
+from pctfleet.transport.early import IDENT
 from pctfleet.transport.options import ConnectOptions, connection
 
 
@@ -172,3 +175,48 @@ def test_every_node_connection_logs_in_with_it():
     conn = connection("127.0.0.1", ConnectOptions(identity="/k/id"))
     assert conn.connect_kwargs["transport_factory"] is PipelinedTransport
     assert conn.connect_kwargs["key_filename"] == ["/k/id"]
+
+
+def test_the_transport_names_itself_as_the_early_socket_did():
+    """The identification line is part of the key exchange's hash: the transport's
+    must be the line tcp_connect sent."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        assert PipelinedTransport(ours).local_version == IDENT
+        assert PipelinedTransport(ours, ident_sent=True).local_version == IDENT
+
+
+def test_an_identification_line_already_sent_is_not_sent_again():
+    writes: list[bytes] = []
+    write = _skip_once(writes.append, IDENT)
+    line = f"{IDENT}\r\n".encode()
+    write(line)
+    write(b"packet")
+    write(line)  # only the first write is the identification line
+    assert writes == [b"packet", line]
+
+
+def test_a_first_write_that_is_not_the_line_goes_out():
+    writes: list[bytes] = []
+    write = _skip_once(writes.append, IDENT)
+    write(b"SSH-2.0-other\r\n")
+    write(f"{IDENT}\r\n".encode())
+    assert writes == [b"SSH-2.0-other\r\n", f"{IDENT}\r\n".encode()]
+
+
+def test_a_refused_key_drops_the_channels_asked_behind_it():
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        transport = PipelinedTransport(ours)
+        transport.remote_version = "SSH-2.0-OpenSSH_9.2p1"
+        assert preopen.ask(transport, 2) == 2
+        handler = PipelinedAuth(transport)
+        handler.auth_event = threading.Event()
+        failure = paramiko.Message()
+        failure.add_list(["publickey"])
+        failure.add_boolean(False)
+        failure.rewind()
+        handler._parse_userauth_failure(failure)
+        assert handler.auth_event.is_set()  # paramiko's own handling went on
+        assert transport.early_channels.asked == []
+        assert preopen.take(transport, 5.0) is None

@@ -34,3 +34,29 @@ def test_the_lab_class_is_still_reachable_from_the_package() -> None:
     from pctfleet.lab.lab import Lab as Direct
 
     assert Lab is Direct
+
+
+# A run's logins start as soon as its containers are selected (transport/early.py);
+# these load after that, while the logins are in flight.
+AFTER_LOGINS_START = ("jinja2", "pctfleet.run.engine", "pctfleet.playbook.templating")
+
+
+def test_a_run_starts_its_logins_before_the_engine_and_jinja_load(tmp_path) -> None:
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("nodes:\n  pve1:\n    address: 127.0.0.1\n    containers: [200]\n")
+    playbook = tmp_path / "site.yml"
+    playbook.write_text("- hosts: all\n  tasks: []\n")
+    script = f"""
+import json, os, sys
+from pctfleet.transport import early
+def start(nodes, channels=None):
+    print(json.dumps([m for m in {AFTER_LOGINS_START!r} if m in sys.modules]), flush=True)
+    os._exit(0)
+early.start = start
+from pctfleet.cli.main import console
+sys.argv = ["pctfleet", "run", {str(playbook)!r}, "-i", {str(inventory)!r}]
+console()
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []

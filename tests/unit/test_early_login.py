@@ -117,11 +117,43 @@ def test_early_error_is_the_runs_error_for_that_node(tmp_path):
 
 
 def test_start_logins_once_per_node_and_not_for_moved_nodes(tmp_path, monkeypatch):
-    monkeypatch.setattr(early, "_login", lambda key, port: None)
+    logins: list[tuple[str, int]] = []
+    ended = threading.Event()
+
+    def login(key, port, channels):
+        logins.append((key[0], channels))
+        ended.set()
+
+    monkeypatch.setattr(early, "_login", login)
     plain = Node("pve1", "127.0.0.1")
     moved = Node("pve2", "127.0.0.2", ssh_options={"ProxyJump": "jump"})
     cts = [Container(plain, 200), Container(plain, 201), Container(moved, 300)]
     assert start_logins(cts, opts(tmp_path)) == 1
+    assert ended.wait(5)
+    assert logins == [("pve1", 2)]  # a channel asked for each of its containers
+
+
+def test_an_early_login_asks_for_no_more_channels_than_the_node_allows(tmp_path, monkeypatch):
+    asked: list[int] = []
+    monkeypatch.setattr(ssh.NodeConnection, "_connect", lambda self, opened, n: asked.append(n))
+    options = opts(tmp_path, max_sessions=4)
+    for wanted in (3, 12):
+        ssh.early_login("pve1", "127.0.0.1", options, 22, early.Opened(0.0), wanted)
+    assert asked == [3, 4]
+
+
+def test_the_identification_line_goes_out_as_tcp_connects():
+    """Before paramiko has loaded: sshd sends its KEXINIT only once it has read it."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        opened = early.tcp_connect("127.0.0.1", listener.getsockname()[1], 2.0)
+        peer, _ = listener.accept()
+        with peer, opened.take():
+            peer.settimeout(2.0)
+            assert peer.recv(100) == f"{early.IDENT}\r\n".encode()
+    assert opened.ident_sent
+    assert early.IDENT.startswith("SSH-2.0-pctfleet_") and " " not in early.IDENT
 
 
 def test_run_takes_the_early_login_and_never_connects_itself(tmp_path):

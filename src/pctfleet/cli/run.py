@@ -100,14 +100,16 @@ def playbook_run(
     where: Where,
 ) -> int:
     """Shared by `run` and `provision`: load, preflight, run, report, exit code."""
+    if not playbook.is_file():
+        raise fail(f"playbook not found: {playbook}", exitcodes.BAD_OPTIONS)
+    # Selecting starts the nodes' logins: they go on while the engine loads.
+    inv, containers = where.select(sel, conn)
+
     from pctfleet.cli import progress, report
     from pctfleet.cli.runs import keep_spec, meta, write_end
     from pctfleet.run.journal import Journal
     from pctfleet.run.playbookrun import RunRequest, execute_journaled, prepare
 
-    if not playbook.is_file():
-        raise fail(f"playbook not found: {playbook}", exitcodes.BAD_OPTIONS)
-    inv, containers = where.select(sel, conn)
     options = run.run_options(lock_wait=lock.lock_wait, lock_lease=lock.lock_lease)
     request = RunRequest(playbook, inv, containers, conn.options(), options, forks)
     prepared = prepare(request)

@@ -30,23 +30,14 @@ from jinja2 import StrictUndefined, Undefined, meta, nodes
 
 from pctfleet.errors import TemplateError
 from pctfleet.playbook import rendermemo
+from pctfleet.playbook.secrets import REDACTED, Secret
+from pctfleet.playbook.secrets import is_template as _is_template
 
-REDACTED = "********"
 SECRET_SUFFIXES = ("_password", "_token", "_secret")
 _UNDEFINED_RE = re.compile(r"^'([^']+)' is undefined")
 _NO_ATTR_RE = re.compile(r"has no attribute '([^']+)'")
 _TRUE_WORDS = {"true", "yes", "on", "1", "y", "t"}
 _FALSE_WORDS = {"false", "no", "off", "0", "n", "f", "", "none"}
-
-
-class Secret(str):
-    """A string whose value must never be shown: rendering uses the real value,
-    `redact()` replaces it with `********`, and its repr() hides it."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"Secret({REDACTED!r})"
 
 
 class Unsafe(str):
@@ -283,10 +274,6 @@ def _lazy(variables: Mapping[str, Any]) -> LazyVars:
 
 
 # ---------------------------------------------------------------- rendering
-
-
-def _is_template(text: str) -> bool:
-    return "{{" in text or "{%" in text or "{#" in text
 
 
 @functools.lru_cache(maxsize=8192)

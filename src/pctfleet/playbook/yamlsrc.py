@@ -20,7 +20,7 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pctfleet.errors import InputError
 from pctfleet.playbook import vault
-from pctfleet.playbook.templating import Secret, _is_template
+from pctfleet.playbook.secrets import Secret, is_template
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -196,7 +196,7 @@ def _hide_strings(value: Any) -> Any:
     """Every string value (not key) inside `value` as a `Secret`, containers kept in place.
     A template stays plain text: a Secret is never rendered, and Ansible renders it."""
     if isinstance(value, str):
-        return value if _is_template(value) else Secret(value)
+        return value if is_template(value) else Secret(value)
     if isinstance(value, dict):
         for key, item in value.items():
             value[key] = _hide_strings(item)

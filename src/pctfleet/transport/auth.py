@@ -18,15 +18,25 @@ An RSA key's signature algorithm (rsa-sha2-256/512) is chosen from sshd's
 EXT_INFO, which follows its NEWKEYS and may still be on its way when kex has just
 ended. So an RSA key is pipelined only when EXT_INFO has been read already; else
 it keeps paramiko's order, where the answer to the service request guarantees it.
+
+Two more round trips go the same way. The client's identification line may have
+been sent already, as soon as TCP connected (transport/early.py): sshd sends its
+KEXINIT only once it has read that line, so it is on its way while paramiko
+still loads. And a pipelined request may be followed at once by the session
+channels the run will want (transport/preopen.py).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import paramiko
 from paramiko.auth_handler import AuthHandler
 from paramiko.common import cMSG_USERAUTH_REQUEST
+
+from pctfleet.transport import preopen
+from pctfleet.transport.early import IDENT
 
 
 class PipelinedAuth(AuthHandler):
@@ -55,6 +65,8 @@ class PipelinedAuth(AuthHandler):
         m.add_string(key.sign_ssh_data(blob, algorithm))
         return m
 
+    pipelined = False  # this attempt's request went out behind the service request
+
     def _request_auth(self) -> None:
         if not self.pipelines():
             super()._request_auth()
@@ -63,6 +75,11 @@ class PipelinedAuth(AuthHandler):
         self.transport.accepts_due += 1
         super()._request_auth()
         self.transport._send_message(request)
+        self.pipelined = True
+
+    def _parse_userauth_failure(self, m: paramiko.Message) -> None:
+        preopen.refused(self.transport)
+        super()._parse_userauth_failure(m)
 
     def _parse_service_accept(self, m: paramiko.Message) -> None:
         if getattr(self.transport, "accepts_due", 0):
@@ -77,6 +94,22 @@ class PipelinedTransport(paramiko.Transport):
 
     accepts_due = 0  # SERVICE_ACCEPTs owed for requests PipelinedAuth already sent
 
+    def __init__(
+        self,
+        sock: object,
+        *args: object,
+        ident_sent: bool = False,
+        channels: int = 0,
+        **kwargs: object,
+    ) -> None:
+        """`ident_sent`: the identification line already went out on `sock`.
+        `channels`: session channels to ask for right behind the login."""
+        super().__init__(sock, *args, **kwargs)
+        self.local_version = IDENT  # part of the key exchange's hash: what was sent
+        self.channels_wanted = channels
+        if ident_sent:
+            self.packetizer.write_all = _skip_once(self.packetizer.write_all, IDENT)
+
     def auth_publickey(
         self, username: str, key: paramiko.PKey, event: threading.Event | None = None
     ) -> list[str]:
@@ -84,8 +117,27 @@ class PipelinedTransport(paramiko.Transport):
         if not self.active or not self.initial_kex_done:
             raise paramiko.SSHException("No existing session")
         my_event = event if event is not None else threading.Event()
-        self.auth_handler = PipelinedAuth(self)
-        self.auth_handler.auth_publickey(username, key, my_event)
+        handler = self.auth_handler = PipelinedAuth(self)
+        preopen.attempt(self)
+        handler.auth_publickey(username, key, my_event)
+        if handler.pipelined and self.channels_wanted:
+            preopen.ask(self, self.channels_wanted)
         if event is not None:
             return []
         return self.auth_handler.wait_for_response(my_event)
+
+
+def _skip_once(write_all: Callable[[bytes], None], ident: str) -> Callable[[bytes], None]:
+    """paramiko's write_all, less its first write of the identification line that
+    early.tcp_connect has sent already."""
+    line = f"{ident}\r\n".encode()
+    pending = [True]
+
+    def write(data: bytes) -> None:
+        if pending[0] and data == line:
+            pending[0] = False
+            return
+        pending[0] = False
+        write_all(data)
+
+    return write

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -70,12 +71,14 @@ def start_logins(containers: Iterable, cli: ConnectOptions) -> int:
     With --persist, nodes whose login the keeper holds (transport/keep.py) need none."""
     from pctfleet.transport import early
 
+    containers = list(containers)
     nodes = _nodes(containers, cli)
     _held.clear()  # a new command: ask the keeper afresh
     if cli.persist > 0:
         held = _kept_logins(nodes)
         nodes = [node for node in nodes if node not in held]
-    return early.start(nodes)
+    per_node = Counter(c.node.name for c in containers)
+    return early.start(nodes, {node: per_node[node[0]] for node in nodes})
 
 
 _held: dict = {}  # the keeper's answer for this command's nodes, asked once

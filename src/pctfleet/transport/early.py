@@ -27,12 +27,13 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pctfleet import __version__
 from pctfleet.transport.options import SSH_CONFIG, SYSTEM_SSH_CONFIG, ConnectOptions
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ AT_ONCE = 16  # logins in flight: each costs CPU (kex) on the controller
 # Keywords that may move the destination away from (address, port) or need ssh's
 # own evaluation: with any of them the node connects as it always did.
 MOVES_DESTINATION = frozenset({"hostname", "port", "proxyjump", "proxycommand", "include", "match"})
+# Our SSH identification line (RFC 4253 4.2). tcp_connect sends it the moment TCP
+# connects: sshd sends its KEXINIT only after reading it, so that is on its way
+# while paramiko still loads (PipelinedTransport then skips its own write).
+IDENT = f"SSH-2.0-pctfleet_{__version__}"
 
 
 @dataclass
@@ -51,6 +56,7 @@ class Opened:
     started: float
     sock: socket.socket | None = None
     error: OSError | None = None
+    ident_sent: bool = False  # our identification line went out on sock
 
     def take(self) -> socket.socket:
         if self.error is not None:
@@ -135,7 +141,8 @@ def tcp_connect(address: str, port: int, timeout: float) -> Opened:
             sock.settimeout(timeout)
             try:
                 sock.connect(addr)
-                opened.sock = sock
+                sock.sendall(f"{IDENT}\r\n".encode())
+                opened.sock, opened.ident_sent = sock, True
                 return opened
             except OSError as exc:
                 sock.close()
@@ -168,8 +175,10 @@ _enabled = False  # while a command that started early logins runs
 STARTED = [0]  # early logins started in this process (tests and benchmarks read it)
 
 
-def start(nodes: Iterable[Key]) -> int:
-    """Begin logging in to these nodes in the background; how many were started."""
+def start(nodes: Iterable[Key], channels: Mapping[Key, int] | None = None) -> int:
+    """Begin logging in to these nodes in the background; how many were started.
+    `channels`: the commands the run will start on each node at first, whose
+    session channels are asked for behind the login (transport/preopen.py)."""
     global _enabled
     jobs: queue.SimpleQueue = queue.SimpleQueue()
     count = 0
@@ -181,7 +190,7 @@ def start(nodes: Iterable[Key]) -> int:
                 continue
             future: Future = Future()
             _pending[key] = future
-            jobs.put((key, port, future))
+            jobs.put((key, port, future, (channels or {}).get(key, 0)))
             count += 1
         STARTED[0] += count
     if count:
@@ -196,21 +205,21 @@ def start(nodes: Iterable[Key]) -> int:
 def _work(jobs: queue.SimpleQueue) -> None:
     while True:
         try:
-            key, port, future = jobs.get_nowait()
+            key, port, future, channels = jobs.get_nowait()
         except queue.Empty:
             return
         if not future.set_running_or_notify_cancel():
             continue  # the run connected itself, or the command ended
         try:
-            future.set_result(_login(key, port))
+            future.set_result(_login(key, port, channels))
         except Exception as exc:  # the node's typed error, re-raised by the run
             future.set_exception(exc)
 
 
-def _login(key: Key, port: int) -> fabric.Connection | None:
+def _login(key: Key, port: int, channels: int = 0) -> fabric.Connection | None:
     name, address, options = key
     opened = tcp_connect(address, port, options.connect_timeout)
-    return ssh_module().early_login(name, address, options, port, opened)
+    return ssh_module().early_login(name, address, options, port, opened, channels)
 
 
 def take(key: Key) -> Future | None:

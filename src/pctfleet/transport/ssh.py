@@ -15,6 +15,7 @@ the command waits for a free one on the same connection.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import threading
@@ -25,7 +26,8 @@ from typing import BinaryIO
 import fabric
 import paramiko
 
-from pctfleet.transport import early
+from pctfleet.transport import early, preopen
+from pctfleet.transport.auth import PipelinedTransport
 from pctfleet.transport.base import AuthFailed, NodeUnreachable, Stdin, TransportError
 from pctfleet.transport.channel import pump_channel
 from pctfleet.transport.hostkeys import changed_key_error, enforce, known_hosts_file
@@ -115,9 +117,10 @@ class NodeConnection:
     def _keepalive(self, conn: fabric.Connection) -> int:
         return int(conn.ssh_config.get("serveraliveinterval", self.options.keepalive))
 
-    def _connect(self, opened: early.Opened | None = None) -> fabric.Connection:
+    def _connect(self, opened: early.Opened | None = None, channels: int = 0) -> fabric.Connection:
         """A logged-in connection: the early one if it came, else a new login (on
-        `opened`, a TCP connection to the node's own host and port, when given)."""
+        `opened`, a TCP connection to the node's own host and port, when given;
+        with `channels` session channels asked for behind the login)."""
         adopted = self._adopt_early()
         if adopted is not None:
             return adopted
@@ -131,6 +134,9 @@ class NodeConnection:
         try:
             if opened:
                 conn.connect_kwargs["sock"] = opened.take()  # or its connect error
+                conn.connect_kwargs["transport_factory"] = functools.partial(
+                    PipelinedTransport, ident_sent=opened.ident_sent, channels=channels
+                )
             conn.open()
         except TransportError:
             conn.close()
@@ -276,8 +282,9 @@ class NodeConnection:
         while True:
             slot = self._acquire()
             try:
-                channel = slot.conn.transport.open_session(timeout=self.options.connect_timeout)
-                return channel, slot
+                transport, timeout = slot.conn.transport, self.options.connect_timeout
+                channel = preopen.take(transport, timeout)  # one asked for at login
+                return channel or transport.open_session(timeout=timeout), slot
             except paramiko.SSHException as exc:
                 refused = _session_refused(exc, slot)
                 lowered = refused and self._refused(slot)
@@ -334,12 +341,18 @@ class NodePool:
 
 
 def early_login(
-    node: str, address: str, options: ConnectOptions, port: int, opened: early.Opened
+    node: str,
+    address: str,
+    options: ConnectOptions,
+    port: int,
+    opened: early.Opened,
+    channels: int = 0,
 ) -> fabric.Connection | None:
     """Log in on an early TCP connection when Fabric resolves the node to that very
-    host and port; else close it and return None (the node connects as usual)."""
+    host and port; else close it and return None (the node connects as usual).
+    `channels`: how many commands the run will start on the node at first."""
     login = NodeConnection(node, address, options, adopt=False)
     if (login.target.hostname, login.target.port) != (address, port):
         opened.close()
         return None
-    return login._connect(opened)
+    return login._connect(opened, min(channels, login.max_sessions))

@@ -1,0 +1,115 @@
+"""Session channels asked for behind the login: what is asked, when nothing is, and
+how a refused login or a refused channel hands the caller back to paramiko."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import paramiko
+import pytest
+from paramiko.common import OPEN_FAILED_CONNECT_FAILED
+
+from pctfleet.transport import preopen
+
+
+@pytest.fixture
+def transport():
+    """A real, never started paramiko Transport: its channel table and lock are the
+    ones preopen works on; a message 'sent' on it is dropped (not active)."""
+    ours, theirs = socket.socketpair()
+    made = paramiko.Transport(ours)
+    made.remote_version = "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u10"
+    yield made
+    ours.close()
+    theirs.close()
+
+
+def confirm(transport: paramiko.Transport, chanid: int) -> None:
+    """sshd's CHANNEL_OPEN_CONFIRMATION for our channel `chanid`, as paramiko reads it."""
+    m = paramiko.Message()
+    for value in (chanid, 100 + chanid, 2097152, 32768):
+        m.add_int(value)
+    m.rewind()
+    transport._parse_channel_open_success(m)
+
+
+def refuse(transport: paramiko.Transport, chanid: int) -> None:
+    m = paramiko.Message()
+    m.add_int(chanid)
+    m.add_int(OPEN_FAILED_CONNECT_FAILED)
+    m.add_string("open failed")
+    m.add_string("")
+    m.rewind()
+    transport._parse_channel_open_failure(m)
+
+
+def test_asks_for_the_channels_wanted_once(transport):
+    assert preopen.ask(transport, 3) == 3
+    assert preopen.ask(transport, 3) == 0  # three still waiting: none more
+    assert len(transport._channels.values()) == 3
+
+
+def test_a_confirmed_channel_is_taken_in_the_order_asked(transport):
+    preopen.ask(transport, 2)
+    first, second = (c.get_id() for c, _ in transport.early_channels.asked)
+    confirm(transport, second)
+    confirm(transport, first)
+    taken = preopen.take(transport, 1.0)
+    assert taken is not None and taken.get_id() == first
+    assert taken.remote_chanid == 100 + first
+    assert preopen.take(transport, 1.0).get_id() == second
+    assert preopen.take(transport, 1.0) is None  # none left: the caller opens one
+
+
+def test_a_caller_waits_for_the_confirmation(transport):
+    preopen.ask(transport, 1)
+    ((channel, _),) = transport.early_channels.asked
+    threading.Timer(0.2, confirm, (transport, channel.get_id())).start()
+    started = time.monotonic()
+    assert preopen.take(transport, 5.0) is channel
+    assert 0.15 < time.monotonic() - started < 2.0
+
+
+def test_a_refused_channel_is_none_and_gone(transport):
+    preopen.ask(transport, 1)
+    ((channel, _),) = transport.early_channels.asked
+    refuse(transport, channel.get_id())
+    assert preopen.take(transport, 1.0) is None
+    assert transport._channels.get(channel.get_id()) is None
+
+
+def test_a_refused_login_drops_its_channels_at_once(transport):
+    """sshd answers an early CHANNEL_OPEN behind a refused key with UNIMPLEMENTED:
+    the channels are dropped at the refusal, so nobody waits for them."""
+    preopen.ask(transport, 2)
+    preopen.refused(transport)
+    started = time.monotonic()
+    assert preopen.take(transport, 5.0) is None
+    assert time.monotonic() - started < 0.5
+    assert transport._channels.values() == []
+
+
+def test_after_a_refusal_only_a_new_attempt_asks_again(transport):
+    preopen.refused(transport)  # the answer came before we asked
+    assert preopen.ask(transport, 2) == 0
+    preopen.attempt(transport)  # the next key
+    assert preopen.ask(transport, 2) == 2
+
+
+def test_a_channel_never_confirmed_is_given_up_after_the_timeout(transport):
+    preopen.ask(transport, 1)
+    ((channel, _),) = transport.early_channels.asked
+    assert preopen.take(transport, 0.1) is None
+    assert transport._channels.get(channel.get_id()) is None
+
+
+def test_only_openssh_is_asked(transport):
+    transport.remote_version = "SSH-2.0-dropbear_2022.83"
+    assert preopen.ask(transport, 2) == 0
+    assert preopen.take(transport, 1.0) is None
+
+
+def test_a_transport_never_asked_has_nothing_to_take(transport):
+    assert preopen.take(transport, 1.0) is None
