@@ -107,8 +107,10 @@ def login_with_channels(info, caplog, keys: list[str], channels: int) -> tuple[l
     return packets(caplog), printed
 
 
-def test_channels_asked_behind_the_login_carry_the_first_commands(info, caplog):
-    wire, printed = login_with_channels(info, caplog, [str(info.identity)], 2)
+def test_channels_asked_behind_the_login_carry_the_first_commands(lab, info, caplog):
+    # +50 ms each way: sshd's answer to the login cannot overtake our next writes.
+    with lab.latency(info.nodes[0].name, 50):
+        wire, printed = login_with_channels(info, caplog, [str(info.identity)], 2)
     assert printed == ["channel-0\n", "channel-1\n", None]
     assert wire.count("write channel-open") == 2
     # Both went out before sshd's answer to the login came back.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import threading
@@ -9,7 +10,7 @@ import threading
 import paramiko
 import pytest
 from paramiko.auth_handler import AuthHandler
-from paramiko.common import MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST
+from paramiko.common import MSG_CHANNEL_OPEN, MSG_SERVICE_REQUEST, MSG_USERAUTH_REQUEST
 
 from pctfleet.transport import preopen
 from pctfleet.transport.auth import PipelinedAuth, PipelinedTransport, _skip_once
@@ -220,3 +221,66 @@ def test_a_refused_key_drops_the_channels_asked_behind_it():
         assert handler.auth_event.is_set()  # paramiko's own handling went on
         assert transport.early_channels.asked == []
         assert preopen.take(transport, 5.0) is None
+
+
+def wire_types(theirs: socket.socket) -> list[int]:
+    """The message types written so far on a transport with no keys yet (RFC 4253 6:
+    length, padding length, payload, padding; no MAC)."""
+    theirs.setblocking(False)
+    data = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := theirs.recv(65536):
+            data += chunk
+    types = []
+    while data:
+        length, padding = int.from_bytes(data[:4], "big"), data[4]
+        types.append(data[5])
+        data = data[4 + length :]
+        assert padding >= 4
+    return types
+
+
+@pytest.fixture
+def ready():
+    """A PipelinedTransport as kex leaves it (active, clear to send), before its
+    first login attempt, wanting 2 channels from an OpenSSH sshd; and the socket
+    its messages reach."""
+    ours, theirs = socket.socketpair()
+    transport = PipelinedTransport(ours, channels=2)
+    transport.active = transport.initial_kex_done = True
+    transport.clear_to_send.set()
+    transport.remote_version = "SSH-2.0-OpenSSH_9.2p1"
+    transport.session_id = b"\x01" * 32  # what the key exchange would have set
+    yield transport, theirs
+    transport.active = False
+    ours.close()
+    theirs.close()
+
+
+def test_channels_go_out_right_behind_a_pipelined_request(ready, ecdsa):
+    transport, theirs = ready
+    transport.auth_publickey("root", ecdsa, threading.Event())
+    assert wire_types(theirs) == [
+        MSG_SERVICE_REQUEST,
+        MSG_USERAUTH_REQUEST,
+        MSG_CHANNEL_OPEN,
+        MSG_CHANNEL_OPEN,
+    ]
+
+
+def test_an_attempt_that_is_not_pipelined_asks_for_no_channel(ready, rsa):
+    """An RSA key before sshd's EXT_INFO waits for SERVICE_ACCEPT: a CHANNEL_OPEN
+    sent now would reach sshd before the login request."""
+    transport, theirs = ready
+    transport.auth_publickey("root", rsa, threading.Event())
+    assert wire_types(theirs) == [MSG_SERVICE_REQUEST]
+    assert transport.early_channels.asked == []
+
+
+def test_a_transport_told_the_line_was_sent_does_not_send_it():
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        PipelinedTransport(ours, ident_sent=True).packetizer.write_all(f"{IDENT}\r\n".encode())
+        PipelinedTransport(ours).packetizer.write_all(b"x")
+        theirs.settimeout(1.0)
+        assert theirs.recv(100) == b"x"

@@ -98,11 +98,27 @@ def test_after_a_refusal_only_a_new_attempt_asks_again(transport):
     assert preopen.ask(transport, 2) == 2
 
 
-def test_a_channel_never_confirmed_is_given_up_after_the_timeout(transport):
+def test_a_channel_never_confirmed_gives_up_every_one_behind_it(transport):
+    """sshd answers in order: after one timeout nobody waits for the others."""
+    preopen.ask(transport, 3)
+    asked = [channel.get_id() for channel, _ in transport.early_channels.asked]
+    assert preopen.take(transport, 0.1) is None
+    started = time.monotonic()
+    assert preopen.take(transport, 5.0) is None
+    assert time.monotonic() - started < 0.5
+    assert all(transport._channels.get(chanid) is None for chanid in asked)
+    assert preopen.ask(transport, 3) == 0  # and none asked again on this login
+
+
+def test_a_refused_channel_leaves_no_reason_for_a_later_failure(transport):
+    """paramiko keeps sshd's refusal as the transport's exception until someone
+    takes it (open_channel does); taking the channel takes it."""
     preopen.ask(transport, 1)
     ((channel, _),) = transport.early_channels.asked
-    assert preopen.take(transport, 0.1) is None
-    assert transport._channels.get(channel.get_id()) is None
+    refuse(transport, channel.get_id())
+    assert transport.saved_exception is not None
+    preopen.take(transport, 1.0)
+    assert transport.saved_exception is None
 
 
 def test_only_openssh_is_asked(transport):

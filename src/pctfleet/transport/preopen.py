@@ -59,14 +59,21 @@ def ask(transport: paramiko.Transport, count: int) -> int:
     with pending.lock:
         if pending.failed:  # refused before we got here: sshd would drop them
             return 0
-        wanted = count - len(pending.asked)
-        for _ in range(max(0, wanted)):
-            pending.asked.append(_open(transport))
-    return max(0, wanted)
+        asked = [_register(transport) for _ in range(max(0, count - len(pending.asked)))]
+        pending.asked += [(channel, event) for channel, event, _ in asked]
+    # Sent outside the lock: a send may wait for a key exchange, whose thread must
+    # be free to drop these (refused) meanwhile. A dropped one sent anyway is
+    # answered with UNIMPLEMENTED, which paramiko ignores.
+    for _, _, message in asked:
+        transport._send_user_message(message)
+    return len(asked)
 
 
-def _open(transport: paramiko.Transport) -> tuple[paramiko.Channel, threading.Event]:
-    """paramiko's open_channel("session") up to sending; the wait is take()'s."""
+def _register(
+    transport: paramiko.Transport,
+) -> tuple[paramiko.Channel, threading.Event, paramiko.Message]:
+    """paramiko's open_channel("session") up to sending: the channel in paramiko's
+    table and its CHANNEL_OPEN. The wait is take()'s."""
     with transport.lock:
         window = transport._sanitize_window_size(None)
         max_packet = transport._sanitize_packet_size(None)
@@ -83,13 +90,16 @@ def _open(transport: paramiko.Transport) -> tuple[paramiko.Channel, threading.Ev
         transport.channels_seen[chanid] = True
         channel._set_transport(transport)
         channel._set_window(window, max_packet)
-    transport._send_user_message(m)
-    return channel, event
+    return channel, event, m
 
 
 def refused(transport: paramiko.Transport) -> None:
     """The login attempt was refused: the channels behind it never come."""
-    pending = _pending(transport)
+    _drop_all(transport, _pending(transport))
+
+
+def _drop_all(transport: paramiko.Transport, pending: Pending) -> None:
+    """Forget every channel still waiting, and ask for none until the next attempt."""
     with pending.lock:
         pending.failed = True
         dropped, pending.asked = pending.asked, []
@@ -111,9 +121,16 @@ def take(transport: paramiko.Transport, timeout: float) -> paramiko.Channel | No
             return None
         channel, event = pending.asked.pop(0)
     if not event.wait(timeout):
-        with transport.lock:  # a confirmation after this is paramiko's "unrequested"
-            transport._channels.delete(channel.chanid)
-            transport.channel_events.pop(channel.chanid, None)
+        # sshd answers in order: the ones behind this will not come either, so
+        # nobody else waits for them. A confirmation after this is paramiko's
+        # "unrequested"; the session it opened goes with the connection.
+        with pending.lock:
+            pending.asked.insert(0, (channel, event))
+        _drop_all(transport, pending)
         return None
-    # Refused (or dropped), paramiko has unmapped it.
-    return channel if transport._channels.get(channel.chanid) is channel else None
+    if transport._channels.get(channel.chanid) is not channel:
+        # Refused: paramiko unmapped it and kept sshd's reason, as open_channel
+        # does; taken here, so no later failure reports this one's reason.
+        transport.get_exception()
+        return None
+    return channel
