@@ -1,0 +1,86 @@
+"""The login's pipelining against OpenSSH 10 (Debian 13, Proxmox VE 9 nodes): the
+signed request behind the service request and the session channels behind the
+login, with the right key and behind a refused one."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import time
+
+import pytest
+from openssh10 import ADDRESS, PORT, Sshd, ensure_root
+
+from pctfleet.transport import early
+from pctfleet.transport.options import ConnectOptions
+from pctfleet.transport.ssh import NodeConnection
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """The running sshd and the key it takes (no lab node: its own address)."""
+    if os.geteuid() != 0:
+        pytest.skip("chroot and mount namespaces need root")
+    keys = tmp_path_factory.mktemp("openssh10")
+    identity = keys / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(identity)], check=True)
+    running = Sshd(ensure_root(), identity.with_suffix(".pub"), keys / "known_hosts")
+    yield running, identity
+    running.stop()
+
+
+def node_runs(options: ConnectOptions, commands: int, channels: int) -> tuple[list, NodeConnection]:
+    """Log in on an early socket asking for `channels`; run `commands` commands one
+    after the other; (the early channels left after each, the node)."""
+    node = NodeConnection("pve9", ADDRESS, options, adopt=False)
+    connect = node._connect
+    node._connect = lambda: connect(early.tcp_connect(ADDRESS, PORT, 5.0), channels)
+    left = []
+    for number in range(commands):
+        out, err = io.BytesIO(), io.BytesIO()
+        code, _ = node.exec(f"echo {number}", stdin=b"", timeout=30, stdout=out, stderr=err)
+        assert (code, out.getvalue()) == (0, f"{number}\n".encode())
+        left.append(len(node._slots[0].conn.transport.early_channels.asked))
+    return left, node
+
+
+def test_it_is_openssh_10(sshd):
+    running, _ = sshd
+    assert running.version().startswith("SSH-2.0-OpenSSH_10.")
+
+
+def test_commands_take_the_channels_asked_behind_the_login(sshd):
+    running, identity = sshd
+    options = ConnectOptions(
+        identity=str(identity), known_hosts=str(running.known_hosts), port=PORT
+    )
+    left, node = node_runs(options, commands=3, channels=2)
+    try:
+        assert left == [1, 0, 0]
+        assert "OpenSSH_10" in node._slots[0].conn.transport.remote_version
+    finally:
+        node.close()
+
+
+def test_a_refused_key_then_the_right_one_with_channels(sshd, tmp_path):
+    running, identity = sshd
+    wrong = tmp_path / "wrong"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
+    # ssh_options' IdentityFile goes before the node's own identity: the wrong key first.
+    options = ConnectOptions(
+        identity=str(identity),
+        known_hosts=str(running.known_hosts),
+        port=PORT,
+        ssh_options=(("IdentityFile", str(wrong)),),
+        connect_timeout=5.0,
+    )
+    started = time.monotonic()
+    left, node = node_runs(options, commands=3, channels=2)
+    try:
+        assert left == [1, 0, 0]
+        assert time.monotonic() - started < 4.0  # nobody waited for the dropped ones
+    finally:
+        node.close()
