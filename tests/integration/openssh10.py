@@ -47,6 +47,10 @@ def ensure_root(cache_dir: Path = CACHE_DIR) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         subprocess.run(["cp", "-a", str(base), str(tmp)], check=True)
         shutil.copy("/etc/resolv.conf", tmp / "etc/resolv.conf")
+        # Debian's way to keep a package's install from starting its service here.
+        policy = tmp / "usr/sbin/policy-rc.d"
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
         install = (
             "apt-get update -q && DEBIAN_FRONTEND=noninteractive "
             "apt-get install -y -q --no-install-recommends openssh-server"
