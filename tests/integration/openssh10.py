@@ -34,7 +34,8 @@ PidFile /run/sshd-test.pid
 
 
 def ensure_root(cache_dir: Path = CACHE_DIR) -> Path:
-    """The trixie rootfs with openssh-server, built once (about a minute)."""
+    """The trixie rootfs with openssh-server, built once (seconds to a minute,
+    as fast as the mirror answers)."""
     root = cache_dir / NAME
     if (root / "usr/sbin/sshd").exists():
         return root

@@ -4,6 +4,7 @@ login, with the right key and behind a refused one."""
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import subprocess
@@ -12,8 +13,10 @@ import time
 import pytest
 from openssh10 import ADDRESS, PORT, Sshd, ensure_root
 
-from pctfleet.transport import early
-from pctfleet.transport.options import ConnectOptions
+from pctfleet.transport import early, preopen
+from pctfleet.transport.auth import PipelinedTransport
+from pctfleet.transport.hostkeys import enforce
+from pctfleet.transport.options import ConnectOptions, connection
 from pctfleet.transport.ssh import NodeConnection
 
 pytestmark = pytest.mark.lab
@@ -65,22 +68,30 @@ def test_commands_take_the_channels_asked_behind_the_login(sshd):
         node.close()
 
 
-def test_a_refused_key_then_the_right_one_with_channels(sshd, tmp_path):
+def test_a_refused_key_then_the_right_one_with_channels(sshd, tmp_path, monkeypatch):
+    """The wrong key first (paramiko tries key files in order): sshd refuses it,
+    the channels asked behind it are dropped, and those asked behind the right
+    key carry the commands."""
     running, identity = sshd
     wrong = tmp_path / "wrong"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
-    # ssh_options' IdentityFile goes before the node's own identity: the wrong key first.
-    options = ConnectOptions(
-        identity=str(identity),
-        known_hosts=str(running.known_hosts),
-        port=PORT,
-        ssh_options=(("IdentityFile", str(wrong)),),
-        connect_timeout=5.0,
-    )
+    refusals = []
+    dropping = preopen.refused
+    monkeypatch.setattr(preopen, "refused", lambda t: (refusals.append(t), dropping(t)))
+    conn = connection(ADDRESS, ConnectOptions(known_hosts=str(running.known_hosts), port=PORT))
+    conn.connect_kwargs = {**conn.connect_kwargs, "key_filename": [str(wrong), str(identity)]}
+    factory = functools.partial(PipelinedTransport, channels=2)
+    conn.connect_kwargs.update(transport_factory=factory, allow_agent=False, look_for_keys=False)
+    enforce(conn, "pve9", str(running.known_hosts), accept_new=False)
     started = time.monotonic()
-    left, node = node_runs(options, commands=3, channels=2)
     try:
-        assert left == [1, 0, 0]
-        assert time.monotonic() - started < 4.0  # nobody waited for the dropped ones
+        conn.open()
+        assert len(refusals) == 1  # the wrong key was offered, and refused
+        for number in range(2):
+            channel = preopen.take(conn.transport, 5.0)
+            channel.exec_command(f"echo {number}")
+            assert channel.makefile("rb").read() == f"{number}\n".encode()
+        assert preopen.take(conn.transport, 5.0) is None
     finally:
-        node.close()
+        conn.close()
+    assert time.monotonic() - started < 4.0  # nobody waited for the dropped ones (5 s)

@@ -19,7 +19,7 @@ EXT_INFO, which follows its NEWKEYS and may still be on its way when kex has jus
 ended. So an RSA key is pipelined only when EXT_INFO has been read already; else
 it keeps paramiko's order, where the answer to the service request guarantees it.
 
-Two more round trips go the same way. The client's identification line may have
+Two more waits go the same way. The client's identification line may have
 been sent already, as soon as TCP connected (transport/early.py): sshd sends its
 KEXINIT only once it has read that line, so it is on its way while paramiko
 still loads. And a pipelined request may be followed at once by the session
