@@ -31,11 +31,17 @@ RUN_ONCE = """\
       debug: {msg: "{{ token.stdout }} {{ marker.stat.exists }}"}
 """
 
+# A container of the batch that has not started when another fails is stopped
+# before its first task (engine.py): the failing one first waits, so its
+# batch-mate has surely started its play.
 SERIAL = """\
 - hosts: all
   serial: 2
   max_fail_percentage: 0
   tasks:
+    - name: slow in one container
+      command: sleep 2
+      when: server_port == {port}
     - name: breaks in one container
       fail: {msg: broken}
       when: server_port == {port}
