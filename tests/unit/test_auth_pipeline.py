@@ -14,7 +14,7 @@ from paramiko.common import MSG_CHANNEL_OPEN, MSG_SERVICE_REQUEST, MSG_USERAUTH_
 
 from pctfleet.transport import preopen
 from pctfleet.transport.auth import PipelinedAuth, PipelinedTransport, _skip_once
-from pctfleet.transport.early import IDENT
+from pctfleet.transport.early import IDENT, IDENT_LINE
 from pctfleet.transport.options import ConnectOptions, connection
 
 
@@ -189,8 +189,8 @@ def test_the_transport_names_itself_as_the_early_socket_did():
 
 def test_an_identification_line_already_sent_is_not_sent_again():
     writes: list[bytes] = []
-    write = _skip_once(writes.append, IDENT)
-    line = f"{IDENT}\r\n".encode()
+    write = _skip_once(writes.append, IDENT_LINE)
+    line = IDENT_LINE
     write(line)
     write(b"packet")
     write(line)  # only the first write is the identification line
@@ -199,10 +199,10 @@ def test_an_identification_line_already_sent_is_not_sent_again():
 
 def test_a_first_write_that_is_not_the_line_goes_out():
     writes: list[bytes] = []
-    write = _skip_once(writes.append, IDENT)
+    write = _skip_once(writes.append, IDENT_LINE)
     write(b"SSH-2.0-other\r\n")
-    write(f"{IDENT}\r\n".encode())
-    assert writes == [b"SSH-2.0-other\r\n", f"{IDENT}\r\n".encode()]
+    write(IDENT_LINE)
+    assert writes == [b"SSH-2.0-other\r\n", IDENT_LINE]
 
 
 def test_a_refused_key_drops_the_channels_asked_behind_it():
@@ -280,7 +280,7 @@ def test_an_attempt_that_is_not_pipelined_asks_for_no_channel(ready, rsa):
 def test_a_transport_told_the_line_was_sent_does_not_send_it():
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        PipelinedTransport(ours, ident_sent=True).packetizer.write_all(f"{IDENT}\r\n".encode())
+        PipelinedTransport(ours, ident_sent=True).packetizer.write_all(IDENT_LINE)
         PipelinedTransport(ours).packetizer.write_all(b"x")
         theirs.settimeout(1.0)
         assert theirs.recv(100) == b"x"

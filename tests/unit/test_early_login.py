@@ -151,9 +151,9 @@ def test_the_identification_line_goes_out_as_tcp_connects():
         peer, _ = listener.accept()
         with peer, opened.take():
             peer.settimeout(2.0)
-            assert peer.recv(100) == f"{early.IDENT}\r\n".encode()
-    assert opened.ident_sent
+            assert peer.recv(100) == early.IDENT_LINE
     assert early.IDENT.startswith("SSH-2.0-pctfleet_") and " " not in early.IDENT
+    assert f"{early.IDENT}\r\n".encode() == early.IDENT_LINE
 
 
 def test_run_takes_the_early_login_and_never_connects_itself(tmp_path):

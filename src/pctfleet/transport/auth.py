@@ -36,7 +36,7 @@ from paramiko.auth_handler import AuthHandler
 from paramiko.common import cMSG_USERAUTH_REQUEST
 
 from pctfleet.transport import preopen
-from pctfleet.transport.early import IDENT
+from pctfleet.transport.early import IDENT, IDENT_LINE
 
 
 class PipelinedAuth(AuthHandler):
@@ -108,7 +108,7 @@ class PipelinedTransport(paramiko.Transport):
         self.local_version = IDENT  # part of the key exchange's hash: what was sent
         self.channels_wanted = channels
         if ident_sent:
-            self.packetizer.write_all = _skip_once(self.packetizer.write_all, IDENT)
+            self.packetizer.write_all = _skip_once(self.packetizer.write_all, IDENT_LINE)
 
     def auth_publickey(
         self, username: str, key: paramiko.PKey, event: threading.Event | None = None
@@ -127,10 +127,9 @@ class PipelinedTransport(paramiko.Transport):
         return self.auth_handler.wait_for_response(my_event)
 
 
-def _skip_once(write_all: Callable[[bytes], None], ident: str) -> Callable[[bytes], None]:
+def _skip_once(write_all: Callable[[bytes], None], line: bytes) -> Callable[[bytes], None]:
     """paramiko's write_all, less its first write of the identification line that
     early.tcp_connect has sent already."""
-    line = f"{ident}\r\n".encode()
     pending = [True]
 
     def write(data: bytes) -> None:

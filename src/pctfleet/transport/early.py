@@ -47,6 +47,7 @@ MOVES_DESTINATION = frozenset({"hostname", "port", "proxyjump", "proxycommand", 
 # connects: sshd sends its KEXINIT only after reading it, so that is on its way
 # while paramiko still loads (PipelinedTransport then skips its own write).
 IDENT = f"SSH-2.0-pctfleet_{__version__}"
+IDENT_LINE = f"{IDENT}\r\n".encode()
 
 
 @dataclass
@@ -56,7 +57,6 @@ class Opened:
     started: float
     sock: socket.socket | None = None
     error: OSError | None = None
-    ident_sent: bool = False  # our identification line went out on sock
 
     def take(self) -> socket.socket:
         if self.error is not None:
@@ -141,8 +141,8 @@ def tcp_connect(address: str, port: int, timeout: float) -> Opened:
             sock.settimeout(timeout)
             try:
                 sock.connect(addr)
-                sock.sendall(f"{IDENT}\r\n".encode())
-                opened.sock, opened.ident_sent = sock, True
+                sock.sendall(IDENT_LINE)
+                opened.sock = sock
                 return opened
             except OSError as exc:
                 sock.close()

@@ -135,7 +135,9 @@ class NodeConnection:
             if opened:
                 conn.connect_kwargs["sock"] = opened.take()  # or its connect error
                 conn.connect_kwargs["transport_factory"] = functools.partial(
-                    PipelinedTransport, ident_sent=opened.ident_sent, channels=channels
+                    PipelinedTransport,
+                    ident_sent=True,
+                    channels=channels,  # tcp_connect sent it
                 )
             conn.open()
         except TransportError:
