@@ -74,9 +74,9 @@ class _Limited(Target):
     def session_limit(self) -> int:
         return self.target.session_limit
 
-    def _run(self, argv, stdin, timeout, sinks):  # noqa: ANN001, ANN202
+    def _run(self, argv, stdin, timeout, sinks, *, read_only=False):  # noqa: ANN001, ANN202
         limit = timeout if timeout is not None else self.timeout
-        return self.target._run(argv, stdin, limit, sinks)
+        return self.target._run(argv, stdin, limit, sinks, read_only=read_only)
 
 
 def _run_all(

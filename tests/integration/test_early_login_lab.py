@@ -4,6 +4,7 @@ refused before the run closes them having reached no container."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,16 @@ PLAYBOOK = """\
     - name: say where
       command: "echo {{ greeting }} from {{ inventory_hostname }}"
       changed_when: false
+"""
+
+# A task whose state is read first: the run's first command in each container is
+# the probe, which changes nothing.
+FOLDER = """\
+- name: folder
+  hosts: all
+  tasks:
+    - name: a folder
+      file: {path: /tmp/pctfleet-sessions, state: directory, mode: "0755"}
 """
 
 
@@ -81,3 +92,52 @@ def test_a_refused_playbook_reaches_no_container(info, files):
     assert "greeting" in done.stderr and "Traceback" not in done.stderr
     assert sessions == {"node1": 0, "node2": 0}
     assert all(count <= 1 for count in logins.values())
+
+
+def test_a_node_allowing_fewer_sessions_than_asked_still_runs_every_container(lab, info, files):
+    """The probes ride behind the login on channels sshd has not confirmed yet. An
+    sshd allowing one session refuses the second channel, then hangs up at the exec
+    sent on it; both probes run again on a new login, one session at a time."""
+    playbook = Path(files["playbook"]).with_name("folder.yml")
+    playbook.write_text(FOLDER)
+    with lab.max_sessions("node1", 1):
+        before = sshd_log(info, "node1")
+        args = ["run", str(playbook), "-i", files["inventory"], "--limit", "node1", "--json"]
+        done, logins, _ = counted(info, *args)
+        seen = sshd_log(info, "node1")[len(before) :]
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert sorted(ct["status"] for ct in report["containers"]) == ["ok", "ok"]
+    assert "unknown channel" in seen  # an exec went out on a channel sshd never opened
+    assert logins["node1"] == 2  # the login it dropped, and one more
+
+
+def test_a_command_that_may_change_things_waits_for_its_channel(lab, info, files):
+    """`exec` runs what the operator typed: it never goes out on an unconfirmed
+    channel, so sshd's refusal past MaxSessions only queues it."""
+    with lab.max_sessions("node1", 1):
+        before = sshd_log(info, "node1")
+        args = ["exec", "-i", files["inventory"], "--limit", "node1", "--json", "--", "true"]
+        done, logins, _ = counted(info, *args)
+        seen = sshd_log(info, "node1")[len(before) :]
+    assert done.returncode == 0, done.stderr
+    assert [r["status"] for r in json.loads(done.stdout)["results"]] == ["ok", "ok"]
+    assert "no more sessions" in seen and "unknown channel" not in seen
+    assert logins["node1"] == 1
+
+
+def test_a_node_limit_in_the_inventory_saves_the_second_login(lab, info, files):
+    doc = yaml.safe_load(Path(files["inventory"]).read_text())
+    doc["nodes"]["node1"]["max_sessions"] = 1
+    inventory = Path(files["inventory"]).with_name("limited.yml")
+    inventory.write_text(yaml.safe_dump(doc))
+    playbook = Path(files["playbook"]).with_name("folder.yml")
+    playbook.write_text(FOLDER)
+    with lab.max_sessions("node1", 1):
+        before = sshd_log(info, "node1")
+        args = ["run", str(playbook), "-i", str(inventory), "--limit", "node1", "--json"]
+        done, logins, _ = counted(info, *args)
+        seen = sshd_log(info, "node1")[len(before) :]
+    assert done.returncode == 0, done.stderr
+    assert "unknown channel" not in seen and "no more sessions" not in seen
+    assert logins["node1"] == 1

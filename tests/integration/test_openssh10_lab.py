@@ -95,3 +95,55 @@ def test_a_refused_key_then_the_right_one_with_channels(sshd, tmp_path, monkeypa
     finally:
         conn.close()
     assert time.monotonic() - started < 4.0  # nobody waited for the dropped ones (5 s)
+
+
+class Claiming:
+    """A flight that claims at once, in the login's own thread: each attempt's
+    channels carry a command before sshd has answered that attempt."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.claimed: list[tuple[int, int, object]] = []  # (attempt, n, channel)
+        self.attempts = 0
+
+    def ready(self, transport=None) -> None:  # noqa: ANN001
+        if transport is None:
+            return
+        for n in range(2):
+            command = f"touch /tmp/{self.token}-{self.attempts}-{n}; echo {n}"
+            self.claimed.append((self.attempts, n, preopen.claim(transport, command)))
+        self.attempts += 1
+
+
+def test_read_only_commands_ride_behind_each_attempt_and_run_only_behind_the_right_key(
+    sshd, tmp_path
+):
+    """sshd-auth answers an exec sent behind a refused key with UNIMPLEMENTED, as
+    it does the channel: the command never runs and the login goes on; behind
+    the right key, sshd-session runs it on the channel numbered as we guessed."""
+    running, identity = sshd
+    wrong = tmp_path / "wrong"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
+    flight = Claiming(f"claimed-{os.getpid()}-{time.monotonic_ns()}")
+    conn = connection(ADDRESS, ConnectOptions(known_hosts=str(running.known_hosts), port=PORT))
+    conn.connect_kwargs = {**conn.connect_kwargs, "key_filename": [str(wrong), str(identity)]}
+    factory = functools.partial(PipelinedTransport, channels=2, flight=flight)
+    conn.connect_kwargs.update(transport_factory=factory, allow_agent=False, look_for_keys=False)
+    enforce(conn, "pve9", str(running.known_hosts), accept_new=False)
+    try:
+        conn.open()
+        assert [(a, n) for a, n, ch in flight.claimed if ch is not None] == [
+            (0, 0),
+            (0, 1),
+            (1, 0),
+            (1, 1),
+        ]
+        for attempt, n, channel in flight.claimed:
+            assert preopen.kept(conn.transport, channel) == (attempt == 1)
+            if attempt == 1:
+                assert channel.makefile("rb").read() == f"{n}\n".encode()
+                assert channel.recv_exit_status() == 0
+    finally:
+        conn.close()
+    ran = sorted(p.name for p in (running.root / "tmp").glob(f"{flight.token}-*"))
+    assert ran == [f"{flight.token}-1-0", f"{flight.token}-1-1"]

@@ -28,7 +28,7 @@ class Container(LocalTarget):
         super().__init__("ct")
         self.seen: list[str] = []
 
-    def _run(self, argv, stdin, timeout, sinks):  # noqa: ANN001, ANN202
+    def _run(self, argv, stdin, timeout, sinks, **_kw):  # noqa: ANN001, ANN202
         self.seen.append(" ".join(argv) + (stdin.decode() if isinstance(stdin, bytes) else ""))
         return super()._run(argv, stdin, timeout, sinks)
 

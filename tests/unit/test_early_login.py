@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from concurrent.futures import Future
 
 import pytest
@@ -120,7 +121,7 @@ def test_start_logins_once_per_node_and_not_for_moved_nodes(tmp_path, monkeypatc
     logins: list[tuple[str, int]] = []
     ended = threading.Event()
 
-    def login(key, port, channels):
+    def login(key, port, channels, flight=None):
         logins.append((key[0], channels))
         ended.set()
 
@@ -135,7 +136,8 @@ def test_start_logins_once_per_node_and_not_for_moved_nodes(tmp_path, monkeypatc
 
 def test_an_early_login_asks_for_no_more_channels_than_the_node_allows(tmp_path, monkeypatch):
     asked: list[int] = []
-    monkeypatch.setattr(ssh.NodeConnection, "_connect", lambda self, opened, n: asked.append(n))
+    connect = lambda self, opened, n, flight: asked.append(n)  # noqa: E731
+    monkeypatch.setattr(ssh.NodeConnection, "_connect", connect)
     options = opts(tmp_path, max_sessions=4)
     for wanted in (3, 12):
         ssh.early_login("pve1", "127.0.0.1", options, 22, early.Opened(0.0), wanted)
@@ -225,3 +227,37 @@ def test_paramiko_loads_while_the_tcp_handshake_is_in_flight(tmp_path, monkeypat
         threading.Event().wait(0.01)
     handshake_done.set()
     assert imported_during[:1] == [True]
+
+
+def test_a_flight_is_told_once_and_a_waiter_is_never_left_hanging():
+    flight = early.Flight()
+    assert flight.wait(0.05) is None  # not yet: the caller goes the usual way
+    flight.ready("transport")
+    flight.ready(None)  # the login's end, later: the first word stands
+    assert flight.wait(0.0) == "transport"
+
+
+def test_a_failed_early_login_releases_its_flight(tmp_path, monkeypatch):
+    """A read-only command waiting to ride behind the login learns at once that none
+    will come, instead of waiting out the connect timeout."""
+
+    running, go = threading.Event(), threading.Event()
+
+    def login(key, port, channels, flight=None):
+        running.set()
+        go.wait(5.0)
+        raise OSError("refused")
+
+    monkeypatch.setattr(early, "_login", login)
+    key = ("pve1", "127.0.0.1", opts(tmp_path))
+    try:
+        assert early.start([key]) == 1
+        assert running.wait(5.0)
+        future = early.take(key)
+        go.set()
+        started = time.monotonic()
+        assert future.flight.wait(5.0) is None
+        assert time.monotonic() - started < 2.0
+        assert isinstance(future.exception(5.0), OSError)
+    finally:
+        early.close_all()

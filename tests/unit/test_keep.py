@@ -211,7 +211,7 @@ class OwnLogin:
         self.connections_opened = 1
         self.commands: list[str] = []
 
-    def exec(self, command, *, stdin, timeout, stdout, stderr):  # noqa: ANN001
+    def exec(self, command, *, stdin, timeout, stdout, stderr, read_only=False):  # noqa: ANN001
         self.commands.append(command)
         return 0, 0.0
 

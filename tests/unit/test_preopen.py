@@ -9,7 +9,12 @@ import time
 
 import paramiko
 import pytest
-from paramiko.common import OPEN_FAILED_CONNECT_FAILED
+from paramiko.common import (
+    MSG_CHANNEL_OPEN_FAILURE,
+    MSG_CHANNEL_OPEN_SUCCESS,
+    OPEN_FAILED_CONNECT_FAILED,
+    cMSG_CHANNEL_REQUEST,
+)
 
 from pctfleet.transport import preopen
 
@@ -35,14 +40,19 @@ def confirm(transport: paramiko.Transport, chanid: int) -> None:
     transport._parse_channel_open_success(m)
 
 
-def refuse(transport: paramiko.Transport, chanid: int) -> None:
+def open_failure(chanid: int) -> paramiko.Message:
+    """sshd's CHANNEL_OPEN_FAILURE past MaxSessions, ready to read."""
     m = paramiko.Message()
     m.add_int(chanid)
     m.add_int(OPEN_FAILED_CONNECT_FAILED)
     m.add_string("open failed")
     m.add_string("")
     m.rewind()
-    transport._parse_channel_open_failure(m)
+    return m
+
+
+def refuse(transport: paramiko.Transport, chanid: int) -> None:
+    transport._parse_channel_open_failure(open_failure(chanid))
 
 
 def test_asks_for_the_channels_wanted_once(transport):
@@ -129,3 +139,105 @@ def test_only_openssh_is_asked(transport):
 
 def test_a_transport_never_asked_has_nothing_to_take(transport):
     assert preopen.take(transport, 1.0) is None
+
+
+# -- a read-only command riding behind the login (claim) -------------------------
+
+
+@pytest.fixture
+def sent(transport, monkeypatch) -> list[tuple[int, str]]:
+    """(recipient channel, request) of each CHANNEL_REQUEST the transport sends."""
+    seen: list[tuple[int, str]] = []
+
+    def send(m: paramiko.Message) -> None:
+        m.rewind()
+        if m.get_byte() == cMSG_CHANNEL_REQUEST:
+            seen.append((m.get_int(), m.get_text()))
+
+    monkeypatch.setattr(transport, "_send_user_message", send)
+    return seen
+
+
+def answer(transport: paramiko.Transport, chanid: int, number: int) -> None:
+    """sshd's confirmation naming its channel `number`, through the transport's handler."""
+    m = paramiko.Message()
+    for value in (chanid, number, 0, 32768):
+        m.add_int(value)
+    m.rewind()
+    transport._handler_table[MSG_CHANNEL_OPEN_SUCCESS](m)
+
+
+def fail(transport: paramiko.Transport, chanid: int) -> None:
+    """The same refusal, through the transport's handler (as its thread reads it)."""
+    transport._handler_table[MSG_CHANNEL_OPEN_FAILURE](open_failure(chanid))
+
+
+def test_a_claimed_channel_carries_its_exec_before_sshd_confirms_it(transport, sent, monkeypatch):
+    """OpenSSH numbers a fresh connection's channels 0, 1, 2... in the order asked."""
+    monkeypatch.setattr(transport, "close", lambda: pytest.fail("the numbers held"))
+    preopen.ask(transport, 3)
+    first = preopen.claim(transport, "pct exec 200 -- true")
+    second = preopen.claim(transport, "pct exec 201 -- true")
+    assert sent == [(0, "exec"), (1, "exec")]
+    assert (first.remote_chanid, second.remote_chanid) == (0, 1)
+    answer(transport, first.get_id(), 0)
+    answer(transport, second.get_id(), 1)
+    assert preopen.confirmed(transport) == 2
+    assert preopen.kept(transport, first) and preopen.kept(transport, second)
+
+
+def test_the_numbers_restart_behind_each_login_attempt(transport, sent):
+    preopen.ask(transport, 2)
+    preopen.refused(transport)
+    preopen.attempt(transport)
+    preopen.ask(transport, 2)
+    preopen.claim(transport, "true")
+    assert sent == [(0, "exec")]
+
+
+def test_a_confirmation_with_another_number_closes_a_connection_that_guessed(
+    transport, sent, monkeypatch
+):
+    closed: list[bool] = []
+    monkeypatch.setattr(transport, "close", lambda: closed.append(True))
+    preopen.ask(transport, 2)
+    channel = preopen.claim(transport, "true")
+    answer(transport, channel.get_id(), 7)  # not OpenSSH's numbering
+    assert closed == [True]
+
+
+def test_after_another_number_nothing_more_is_guessed(transport, sent, monkeypatch):
+    """A mismatch before any claim harms nothing, but no exec goes out unconfirmed."""
+    monkeypatch.setattr(transport, "close", lambda: pytest.fail("nothing was guessed"))
+    preopen.ask(transport, 2)
+    first, second = (c for c, _ in transport.early_channels.asked)
+    answer(transport, first.get_id(), 5)
+    assert preopen.claim(transport, "true") is first  # confirmed: sent to sshd's number
+    assert preopen.claim(transport, "true") is None  # unconfirmed: left for take()
+    assert sent == [(5, "exec")]
+    answer(transport, second.get_id(), 6)
+    assert preopen.take(transport, 1.0) is second
+
+
+def test_a_refused_login_takes_the_claimed_channels_too(transport, sent):
+    preopen.ask(transport, 2)
+    channel = preopen.claim(transport, "true")
+    preopen.refused(transport)
+    assert not preopen.kept(transport, channel)
+    assert preopen.claim(transport, "true") is None  # nothing more behind a refusal
+
+
+def test_a_claimed_channel_sshd_refuses_is_closed_and_leaves_no_reason(transport, sent):
+    """Past MaxSessions: the caller sees it closed at once, and runs the command again."""
+    preopen.ask(transport, 2)
+    preopen.claim(transport, "true")
+    second = preopen.claim(transport, "true")
+    fail(transport, second.get_id())
+    assert second.closed and second.refused
+    assert transport.saved_exception is None
+    assert preopen.confirmed(transport) == 0
+
+
+def test_nothing_to_claim_on_a_transport_never_asked(transport, sent):
+    assert preopen.claim(transport, "true") is None
+    assert sent == []

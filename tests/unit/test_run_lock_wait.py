@@ -17,7 +17,7 @@ class Busy(Target):
         self.name = "pve1/200"
         self.holders = list(holders)
 
-    def _run(self, argv, stdin, timeout, sinks):  # noqa: ANN001, ANN202, ARG002
+    def _run(self, argv, stdin, timeout, sinks, **_kw):  # noqa: ANN001, ANN202, ARG002
         if not self.holders:
             return 0, 0.0
         line = self.holders.pop(0)

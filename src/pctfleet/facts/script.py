@@ -72,5 +72,5 @@ def run_probe(target, snippets: Mapping[str, str]) -> dict[str, Fact]:  # noqa: 
     for key, snippet in snippets.items():
         first.setdefault(snippet, key)
     script = build_script({key: snippet for snippet, key in first.items()})
-    facts = parse_output(target.run_script(script).text(), nonce_of(script))
+    facts = parse_output(target.run_script(script, read_only=True).text(), nonce_of(script))
     return {key: facts[first[s]] for key, s in snippets.items() if first[s] in facts}

@@ -380,6 +380,23 @@ class Lab:
             yield
 
     @contextmanager
+    def max_sessions(self, node: str, sessions: int) -> Iterator[None]:
+        """While inside: the node's sshd opens at most `sessions` channels on one
+        connection (MaxSessions), as a hardened node's may; then the lab's 10 again."""
+        found, _ = self._find(node)
+        config = found.config_for(found.port)
+        text = config.read_text()
+        if "\nMaxSessions 10\n" not in text:
+            raise LabError(f"{config} does not say MaxSessions 10: is a change still in place?")
+        config.write_text(text.replace("\nMaxSessions 10\n", f"\nMaxSessions {sessions}\n"))
+        nd.reload_sshd(found)
+        try:
+            yield
+        finally:
+            config.write_text(text)
+            nd.reload_sshd(found)
+
+    @contextmanager
     def _behind_relay(self, name: str, mode: str, ms: int) -> Iterator[None]:
         node, _ = self._find(name)
         if nd.relay_pid(node) is not None:

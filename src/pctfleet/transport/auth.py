@@ -36,7 +36,7 @@ from paramiko.auth_handler import AuthHandler
 from paramiko.common import cMSG_USERAUTH_REQUEST
 
 from pctfleet.transport import preopen
-from pctfleet.transport.early import IDENT, IDENT_LINE
+from pctfleet.transport.early import IDENT, IDENT_LINE, Flight
 
 
 class PipelinedAuth(AuthHandler):
@@ -100,13 +100,16 @@ class PipelinedTransport(paramiko.Transport):
         *args: object,
         ident_sent: bool = False,
         channels: int = 0,
+        flight: Flight | None = None,
         **kwargs: object,
     ) -> None:
         """`ident_sent`: the identification line already went out on `sock`.
-        `channels`: session channels to ask for right behind the login."""
+        `channels`: session channels to ask for right behind the login; `flight`
+        is told once they are out (transport/preopen.py's `claim`)."""
         super().__init__(sock, *args, **kwargs)
         self.local_version = IDENT  # part of the key exchange's hash: what was sent
         self.channels_wanted = channels
+        self.flight = flight
         if ident_sent:
             self.packetizer.write_all = _skip_once(self.packetizer.write_all, IDENT_LINE)
 
@@ -120,8 +123,9 @@ class PipelinedTransport(paramiko.Transport):
         handler = self.auth_handler = PipelinedAuth(self)
         preopen.attempt(self)
         handler.auth_publickey(username, key, my_event)
-        if handler.pipelined and self.channels_wanted:
-            preopen.ask(self, self.channels_wanted)
+        wanted = self.channels_wanted if handler.pipelined else 0
+        if wanted and preopen.ask(self, wanted) and self.flight is not None:
+            self.flight.ready(self)
         if event is not None:
             return []
         return self.auth_handler.wait_for_response(my_event)

@@ -145,18 +145,27 @@ class Target(abc.ABC):
         timeout: float | None = None,
         stdout: BinaryIO | None = None,
         stderr: BinaryIO | None = None,
+        read_only: bool = False,
     ) -> RunResult:
-        """Run argv (no shell) and return its result; raise TransportError subclasses."""
+        """Run argv (no shell) and return its result; raise TransportError subclasses.
+        `read_only`: the command changes nothing, so the transport may run it twice
+        (it then starts sooner: transport/preopen.py)."""
         if not argv:
             raise ValueError("empty command")
         self.calls += 1
         sinks = Sinks(stdout, stderr)
-        code, duration = self._run(list(argv), stdin, timeout, sinks)
+        code, duration = self._run(list(argv), stdin, timeout, sinks, read_only=read_only)
         return sinks.result(code, duration)
 
     @abc.abstractmethod
     def _run(
-        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
+        self,
+        argv: list[str],
+        stdin: Stdin,
+        timeout: float | None,
+        sinks: Sinks,
+        *,
+        read_only: bool = False,
     ) -> tuple[int, float]:
         """Run argv writing output to `sinks`; return (exit code, seconds taken)."""
 
@@ -168,13 +177,21 @@ class Target(abc.ABC):
         timeout: float | None = None,
         stdout: BinaryIO | None = None,
         stderr: BinaryIO | None = None,
+        read_only: bool = False,
     ) -> RunResult:
         """Run a POSIX sh script sent on stdin, so no quoting nests in argv.
 
         >>> target.run_script('echo "$1"', ["a b; c"])   # prints: a b; c
         """
         argv = [*SCRIPT_ARGV, *args]
-        return self.run(argv, stdin=script.encode(), timeout=timeout, stdout=stdout, stderr=stderr)
+        return self.run(
+            argv,
+            stdin=script.encode(),
+            timeout=timeout,
+            stdout=stdout,
+            stderr=stderr,
+            read_only=read_only,
+        )
 
 
 def stdin_chunks(stdin: Stdin) -> Iterator[bytes]:

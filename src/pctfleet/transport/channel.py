@@ -106,12 +106,15 @@ def pump_channel(
     stdout: BinaryIO,
     stderr: BinaryIO,
     node: str,
+    started: bool = False,
 ) -> int:
-    """Run `command` on an open session channel and return its exit status."""
+    """Run `command` on an open session channel and return its exit status
+    (`started`: its exec request is out already)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     watch_exit_signals(channel.get_transport())
     try:
-        start_command(channel, command)
+        if not started:
+            start_command(channel, command)
         feeder = threading.Thread(target=_feed_stdin, args=(channel, stdin), daemon=True)
         feeder.start()
         while True:

@@ -74,6 +74,34 @@ class Opened:
 Key = tuple[str, str, ConnectOptions]
 
 
+class Flight:
+    """The transport of an early login once its session channels are on the wire
+    (behind the login request, transport/preopen.py), before sshd has answered: a
+    read-only first command may go right behind them. None when the login asked
+    for none, or ended first."""
+
+    def __init__(self) -> None:
+        self._landed = threading.Event()
+        self.transport: Any = None
+
+    def ready(self, transport: Any = None) -> None:  # noqa: ANN401 - paramiko.Transport
+        """The channels are out (`transport`), or none will be (None); first call wins."""
+        if not self._landed.is_set():
+            self.transport = transport
+            self._landed.set()
+
+    def wait(self, timeout: float) -> Any:  # noqa: ANN401 - paramiko.Transport or None
+        return self.transport if self._landed.wait(timeout) else None
+
+
+class Login(Future):
+    """An early login in flight: its result is what `take` documents."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flight = Flight()
+
+
 # -- when: the destination is certain -----------------------------------------
 
 
@@ -188,7 +216,7 @@ def start(nodes: Iterable[Key], channels: Mapping[Key, int] | None = None) -> in
             port = early_port(key[2])
             if port is None or key in _pending:
                 continue
-            future: Future = Future()
+            future = Login()
             _pending[key] = future
             jobs.put((key, port, future, (channels or {}).get(key, 0)))
             count += 1
@@ -209,17 +237,22 @@ def _work(jobs: queue.SimpleQueue) -> None:
         except queue.Empty:
             return
         if not future.set_running_or_notify_cancel():
+            future.flight.ready(None)
             continue  # the run connected itself, or the command ended
         try:
-            future.set_result(_login(key, port, channels))
+            future.set_result(_login(key, port, channels, future.flight))
         except Exception as exc:  # the node's typed error, re-raised by the run
             future.set_exception(exc)
+        finally:
+            future.flight.ready(None)  # no channels came of it, or they are out already
 
 
-def _login(key: Key, port: int, channels: int = 0) -> fabric.Connection | None:
+def _login(
+    key: Key, port: int, channels: int = 0, flight: Flight | None = None
+) -> fabric.Connection | None:
     name, address, options = key
     opened = tcp_connect(address, port, options.connect_timeout)
-    return ssh_module().early_login(name, address, options, port, opened, channels)
+    return ssh_module().early_login(name, address, options, port, opened, channels, flight)
 
 
 def take(key: Key) -> Future | None:

@@ -314,13 +314,17 @@ class KeptNode:
         timeout: float | None,
         stdout: BinaryIO,
         stderr: BinaryIO,
+        read_only: bool = False,
     ) -> tuple[int, float]:
         if self._own is None:
             try:
                 return self._exec_kept(command, stdin, timeout, stdout, stderr)
             except Gone:
                 pass
-        return self.own().exec(command, stdin=stdin, timeout=timeout, stdout=stdout, stderr=stderr)
+        own = self.own()
+        return own.exec(
+            command, stdin=stdin, timeout=timeout, stdout=stdout, stderr=stderr, read_only=read_only
+        )
 
     def own(self) -> NodeConnection:
         """Our own login to the node, made on first need."""

@@ -35,7 +35,13 @@ class LocalTarget(Target):
         self.timeout = timeout  # a call's limit when it names none, like --timeout over SSH
 
     def _run(
-        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
+        self,
+        argv: list[str],
+        stdin: Stdin,
+        timeout: float | None,
+        sinks: Sinks,
+        *,
+        read_only: bool = False,
     ) -> tuple[int, float]:
         timeout = self.timeout if timeout is None else timeout
         started = time.monotonic()

@@ -98,11 +98,22 @@ class PctTarget(Target):
         return self._pct("exec", str(self.ctid), "--", "/bin/sh", "-c", _ENTER, "pctfleet", *argv)
 
     def _run(
-        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
+        self,
+        argv: list[str],
+        stdin: Stdin,
+        timeout: float | None,
+        sinks: Sinks,
+        *,
+        read_only: bool = False,
     ) -> tuple[int, float]:
         marker = MarkerFilter(sinks.err())
         code, duration = self.node.exec(
-            self.command_line(argv), stdin=stdin, timeout=timeout, stdout=sinks.out(), stderr=marker
+            self.command_line(argv),
+            stdin=stdin,
+            timeout=timeout,
+            stdout=sinks.out(),
+            stderr=marker,
+            read_only=read_only,
         )
         before = marker.finish()
         if not marker.entered:

@@ -13,6 +13,17 @@ When that login attempt fails, sshd answers each early CHANNEL_OPEN with
 UNIMPLEMENTED, not with a channel: those are dropped at the failure, and an
 attempt that follows (the next key) asks again. Only sshd from OpenSSH is asked
 this way; any other server gets channels the usual way.
+
+A read-only command may go further and ride the same flight (`claim`): its exec
+request names sshd's channel before sshd has said which it is. OpenSSH numbers
+a connection's channels from 0, each the lowest number free, and a fresh login
+has none open: so the early channels are 0, 1, 2... in the order asked. Every
+confirmation is checked against that number; a miss closes the connection.
+When sshd allows fewer sessions than were asked (MaxSessions), it refuses the
+rest and then drops the connection at the exec for a channel it never opened:
+that is why only a command that can be run again rides this way (the caller
+runs it again on a new login, within the sessions sshd did open). Pre-login,
+sshd answers an exec with UNIMPLEMENTED, as it does the channel: nothing runs.
 """
 
 from __future__ import annotations
@@ -21,7 +32,9 @@ import threading
 from dataclasses import dataclass, field
 
 import paramiko
-from paramiko.common import cMSG_CHANNEL_OPEN
+from paramiko.common import MSG_CHANNEL_OPEN_FAILURE, MSG_CHANNEL_OPEN_SUCCESS, cMSG_CHANNEL_OPEN
+
+from pctfleet.transport.channel import start_command
 
 OPENSSH = "SSH-2.0-OpenSSH_"
 
@@ -34,6 +47,11 @@ class Pending:
     # paramiko maps channel ids to channels weakly: these hold them until taken.
     asked: list[tuple[paramiko.Channel, threading.Event]] = field(default_factory=list)
     failed: bool = False  # the attempt they follow was refused: ask for none
+    numbered: int = 0  # channels asked behind this attempt: the next one's number at sshd
+    confirmed: int = 0  # early channels sshd opened: the sessions it allows at least
+    numbers_hold: bool = True  # every confirmation so far bore the number we gave
+    guessed: bool = False  # an exec went out on a number before its confirmation
+    claimed: list[paramiko.Channel] = field(default_factory=list)  # this attempt's, sent on
 
 
 def _pending(transport: paramiko.Transport) -> Pending:
@@ -48,6 +66,8 @@ def attempt(transport: paramiko.Transport) -> None:
     pending = _pending(transport)
     with pending.lock:
         pending.failed = False
+        pending.numbered = 0
+        pending.claimed = []
 
 
 def ask(transport: paramiko.Transport, count: int) -> int:
@@ -56,10 +76,14 @@ def ask(transport: paramiko.Transport, count: int) -> int:
     pending = _pending(transport)
     if not transport.remote_version.startswith(OPENSSH):
         return 0
+    _check_numbers(transport)
     with pending.lock:
         if pending.failed:  # refused before we got here: sshd would drop them
             return 0
         asked = [_register(transport) for _ in range(max(0, count - len(pending.asked)))]
+        for channel, _, _ in asked:
+            channel.sshd_number = pending.numbered
+            pending.numbered += 1
         pending.asked += [(channel, event) for channel, event, _ in asked]
     # Sent outside the lock: a send may wait for a key exchange, whose thread must
     # be free to drop these (refused) meanwhile. A dropped one sent anyway is
@@ -93,21 +117,110 @@ def _register(
     return channel, event, m
 
 
+def claim(transport: paramiko.Transport, command: str) -> paramiko.Channel | None:
+    """An early channel with `command` sent on it at once, before sshd has confirmed
+    the channel or the login (see above); None when none is left. Only for a
+    command that may run twice. Whether it ran: `NodeConnection.exec`."""
+    pending = getattr(transport, "early_channels", None)
+    if pending is None:
+        return None
+    # Under the lock: a refusal (taken under it) cannot come between the check and
+    # the send, so no exec of this attempt follows the next attempt's login request.
+    with pending.lock:
+        if pending.failed or not pending.asked:
+            return None
+        channel, _ = pending.asked.pop(0)
+        with transport.lock:
+            if not channel.active:  # not confirmed yet: name it by its number
+                if not pending.numbers_hold:
+                    pending.asked.insert(0, (channel, _))
+                    return None
+                channel.remote_chanid = channel.sshd_number
+                channel.active = 1
+                pending.guessed = True
+        pending.claimed.append(channel)
+        channel.claimed = True
+        start_command(channel, command)
+    return channel
+
+
+def _check_numbers(transport: paramiko.Transport) -> None:
+    """Check each early channel's confirmation against the number it was given;
+    close a claimed channel that sshd refused (no command runs on it)."""
+    table = transport._handler_table
+    if getattr(table[MSG_CHANNEL_OPEN_SUCCESS], "checks_numbers", False):
+        return
+    opened, failed = table[MSG_CHANNEL_OPEN_SUCCESS], table[MSG_CHANNEL_OPEN_FAILURE]
+
+    def on_open(m: paramiko.Message) -> None:
+        channel = _channel_of(transport, m)
+        opened(m)
+        number = getattr(channel, "sshd_number", None)
+        if number is None:
+            return
+        pending = _pending(transport)
+        with pending.lock:
+            pending.confirmed += 1
+            if channel.remote_chanid == number:
+                return
+            pending.numbers_hold = False
+            misrouted = pending.guessed
+        if misrouted:  # an exec may have reached another channel: nothing here is sure
+            transport.close()
+
+    def on_failure(m: paramiko.Message) -> None:
+        channel = _channel_of(transport, m)
+        failed(m)
+        if channel is not None and getattr(channel, "claimed", False):
+            transport.get_exception()  # its reason is nobody's open_session failure
+            channel.refused = True
+            with channel.lock:
+                channel._set_closed()  # its pump ends now; it ran nothing
+
+    on_open.checks_numbers = True  # type: ignore[attr-defined]
+    table[MSG_CHANNEL_OPEN_SUCCESS] = on_open
+    table[MSG_CHANNEL_OPEN_FAILURE] = on_failure
+
+
+def _channel_of(transport: paramiko.Transport, m: paramiko.Message) -> paramiko.Channel | None:
+    """The channel a CHANNEL_OPEN answer is for, the message left unread."""
+    start = m.packet.tell()
+    channel = transport._channels.get(m.get_int())
+    m.packet.seek(start)
+    return channel
+
+
+def kept(transport: paramiko.Transport, channel: paramiko.Channel) -> bool:
+    """Whether a claimed channel still stands (its login attempt was not refused)."""
+    return transport._channels.get(channel.chanid) is channel
+
+
+def confirmed(transport: paramiko.Transport) -> int:
+    """How many early channels sshd opened on this connection."""
+    pending = getattr(transport, "early_channels", None)
+    return pending.confirmed if pending is not None else 0
+
+
 def refused(transport: paramiko.Transport) -> None:
     """The login attempt was refused: the channels behind it never come."""
-    _drop_all(transport, _pending(transport))
+    _drop_all(transport, _pending(transport), refused=True)
 
 
-def _drop_all(transport: paramiko.Transport, pending: Pending) -> None:
-    """Forget every channel still waiting, and ask for none until the next attempt."""
+def _drop_all(transport: paramiko.Transport, pending: Pending, refused: bool = False) -> None:
+    """Forget every channel still waiting, and ask for none until the next attempt;
+    on a refused login, the claimed ones too (their exec went unread)."""
     with pending.lock:
         pending.failed = True
         dropped, pending.asked = pending.asked, []
+        claimed, pending.claimed = (pending.claimed, []) if refused else ([], pending.claimed)
     with transport.lock:
         for channel, event in dropped:
             transport._channels.delete(channel.chanid)
             transport.channel_events.pop(channel.chanid, None)
             event.set()
+        for channel in claimed:  # the claimer sees it gone
+            transport._channels.delete(channel.chanid)
+            transport.channel_events.pop(channel.chanid, None)
 
 
 def take(transport: paramiko.Transport, timeout: float) -> paramiko.Channel | None:

@@ -173,7 +173,13 @@ class SimTarget(Target):
         return self.node.max_sessions
 
     def _run(
-        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks
+        self,
+        argv: list[str],
+        stdin: Stdin,
+        timeout: float | None,
+        sinks: Sinks,
+        *,
+        read_only: bool = False,
     ) -> tuple[int, float]:
         if timeout is not None and self.latency > timeout:
             raise CommandTimeout(self.name, f"command did not finish within {timeout:g}s")

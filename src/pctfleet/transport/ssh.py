@@ -55,6 +55,18 @@ def _session_refused(exc: Exception, slot: _Slot) -> bool:
     return str(exc) == "Unable to open channel." and slot.alive()
 
 
+class _Counted:
+    """A sink that counts what went through it."""
+
+    def __init__(self, sink: BinaryIO) -> None:
+        self.sink = sink
+        self.count = 0
+
+    def write(self, data: bytes) -> int:
+        self.count += len(data)
+        return self.sink.write(data) or len(data)
+
+
 class _Slot:
     """One SSH connection and how many of its channels are in use."""
 
@@ -98,6 +110,7 @@ class NodeConnection:
         self._failure: TransportError | None = None
         # A login to this node begun early (transport/early.py): the first connect takes it.
         self._early = early.take((node, address, options)) if adopt else None
+        self._flight: early.Flight | None = getattr(self._early, "flight", None)
 
     # -- connecting -------------------------------------------------------
 
@@ -117,10 +130,16 @@ class NodeConnection:
     def _keepalive(self, conn: fabric.Connection) -> int:
         return int(conn.ssh_config.get("serveraliveinterval", self.options.keepalive))
 
-    def _connect(self, opened: early.Opened | None = None, channels: int = 0) -> fabric.Connection:
+    def _connect(
+        self,
+        opened: early.Opened | None = None,
+        channels: int = 0,
+        flight: early.Flight | None = None,
+    ) -> fabric.Connection:
         """A logged-in connection: the early one if it came, else a new login (on
         `opened`, a TCP connection to the node's own host and port, when given;
-        with `channels` session channels asked for behind the login)."""
+        with `channels` session channels asked for behind the login, `flight` told
+        when they are out)."""
         adopted = self._adopt_early()
         if adopted is not None:
             return adopted
@@ -136,8 +155,9 @@ class NodeConnection:
                 conn.connect_kwargs["sock"] = opened.take()  # or its connect error
                 conn.connect_kwargs["transport_factory"] = functools.partial(
                     PipelinedTransport,
-                    ident_sent=True,
-                    channels=channels,  # tcp_connect sent it
+                    ident_sent=True,  # tcp_connect sent it
+                    channels=channels,
+                    flight=flight,
                 )
             conn.open()
         except TransportError:
@@ -259,11 +279,19 @@ class NodeConnection:
         stdout: BinaryIO,
         stderr: BinaryIO,
         opened: Callable[[paramiko.Channel], None] | None = None,
+        read_only: bool = False,
     ) -> tuple[int, float]:
         """Run a node shell command line; stream its output; return (exit, seconds).
         `opened` is called with the channel before the command starts; if it raises,
-        the channel closes and the command never runs (the connection keeper's way)."""
+        the channel closes and the command never runs (the connection keeper's way).
+        `read_only`: the command changes nothing, so it may ride behind the login
+        (preopen.claim) and run again if sshd dropped that connection."""
         started = time.monotonic()
+        replayable = stdin is None or isinstance(stdin, bytes | bytearray)  # not a stream
+        if read_only and replayable and opened is None:
+            code = self._exec_early(command, stdin, timeout, stdout, stderr)
+            if code is not None:
+                return code, time.monotonic() - started
         channel, slot = self._open_channel()
         try:
             if opened is not None:
@@ -277,6 +305,44 @@ class NodeConnection:
         finally:
             self._release(slot)
         return code, time.monotonic() - started
+
+    def _exec_early(
+        self, command: str, stdin: Stdin, timeout: float | None, stdout: BinaryIO, stderr: BinaryIO
+    ) -> int | None:
+        """Run a read-only command on a channel of the early login, its exec sent
+        before sshd has answered the login; None when it did not run that way (then
+        it runs as usual). Waits for the login only once the exec is out."""
+        flight, wait = self._flight, self.options.connect_timeout
+        transport = flight.wait(wait) if flight is not None else None
+        channel = preopen.claim(transport, command) if transport is not None else None
+        if channel is None:
+            return None
+        slot = self._acquire()  # the login's outcome: its error is this command's
+        try:
+            if slot.conn.transport is not transport or not preopen.kept(transport, channel):
+                return None  # that login attempt was refused: sshd never read the exec
+            out, err = _Counted(stdout), _Counted(stderr)
+            limit = timeout if timeout is not None else self.options.command_timeout
+            try:
+                return pump_channel(channel, command, stdin, limit, out, err, self.node, True)
+            except NodeUnreachable:
+                if not getattr(channel, "refused", False):
+                    transport.join(1.0)  # the connection's end, if that is what this was
+                    if transport.is_active() or out.count or err.count:
+                        raise
+            # sshd refused the channel (past MaxSessions), or hung up before a byte
+            # came back, as it does at the exec sent on such a channel. Again, within
+            # the channels it did open:
+            self._lower_limit(preopen.confirmed(transport))
+            return None
+        finally:
+            self._release(slot)
+
+    def _lower_limit(self, sessions: int) -> None:
+        """sshd opened only `sessions` channels at once: keep within that from now on."""
+        with self._cond:
+            self.max_sessions = max(1, min(self.max_sessions, sessions))
+            self._refusals += 1
 
     def _open_channel(self) -> tuple[paramiko.Channel, _Slot]:
         """A session channel and the slot it holds; a refused one is retried."""
@@ -349,6 +415,7 @@ def early_login(
     port: int,
     opened: early.Opened,
     channels: int = 0,
+    flight: early.Flight | None = None,
 ) -> fabric.Connection | None:
     """Log in on an early TCP connection when Fabric resolves the node to that very
     host and port; else close it and return None (the node connects as usual).
@@ -357,4 +424,4 @@ def early_login(
     if (login.target.hostname, login.target.port) != (address, port):
         opened.close()
         return None
-    return login._connect(opened, min(channels, login.max_sessions))
+    return login._connect(opened, min(channels, login.max_sessions), flight)
