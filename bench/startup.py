@@ -9,9 +9,10 @@ goes to a node. The parent notes the same clock just before it starts the
 child, so interpreter start-up is counted. Since nodes are logged in to in the
 background as soon as the inventory is loaded, that first connect comes early
 and says little about when work starts: a second series stops the child when
-its first command is handed to a logged-in SSH channel (the first `pct exec`
-sent), which includes the login. A second series times the CLI's imports for
-`run` alone (`import pctfleet.cli.main` and the app `pctfleet run` builds).
+its first command's exec request goes out (the first `pct exec` sent), which
+includes most of the login: a probe goes right behind the login request. A
+third series times the CLI's imports for `run` alone (`import
+pctfleet.cli.main` and the app `pctfleet run` builds).
 `measure()` returns the medians for bench/run.py.
 Run it with compiled bytecode (as an installed package has): with
 PYTHONDONTWRITEBYTECODE set and no __pycache__, compiling dominates.
@@ -60,7 +61,7 @@ class _Hook:
                 sys.stdout.write("connect=%r\\n" % time.monotonic())
                 sys.stdout.flush()
                 os._exit(0)
-            module.pump_channel = first
+            module.start_command = first  # the one way an exec request goes out
         spec.loader.exec_module = exec_module
         return spec
 

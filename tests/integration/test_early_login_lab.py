@@ -97,10 +97,12 @@ def test_a_refused_playbook_reaches_no_container(info, files):
 def test_a_node_allowing_fewer_sessions_than_asked_still_runs_every_container(lab, info, files):
     """The probes ride behind the login on channels sshd has not confirmed yet. An
     sshd allowing one session refuses the second channel, then hangs up at the exec
-    sent on it; both probes run again on a new login, one session at a time."""
+    sent on it; both probes run again on a new login, one session at a time. (With
+    a round trip of 0.1 s the probes are ready before sshd's answer to the login,
+    as on a real network; on loopback they may come after it, and then wait.)"""
     playbook = Path(files["playbook"]).with_name("folder.yml")
     playbook.write_text(FOLDER)
-    with lab.max_sessions("node1", 1):
+    with lab.max_sessions("node1", 1), lab.latency("node1", 50):
         before = sshd_log(info, "node1")
         args = ["run", str(playbook), "-i", files["inventory"], "--limit", "node1", "--json"]
         done, logins, _ = counted(info, *args)

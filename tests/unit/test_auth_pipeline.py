@@ -284,3 +284,33 @@ def test_a_transport_told_the_line_was_sent_does_not_send_it():
         PipelinedTransport(ours).packetizer.write_all(b"x")
         theirs.settimeout(1.0)
         assert theirs.recv(100) == b"x"
+
+
+@pytest.mark.parametrize("said_yes", [True, False])
+def test_a_hang_up_right_after_the_yes_is_no_refusal(said_yes, monkeypatch):
+    """sshd hangs up at an exec on a channel it refused (preopen.claim) a moment
+    after its USERAUTH_SUCCESS; paramiko, seeing the connection gone before it
+    looks at the answer, would call that a failed login."""
+    ours, theirs = socket.socketpair()
+    transport = PipelinedTransport(ours)
+    transport.active, transport.initial_kex_done = True, True
+
+    def attempt(self, username, key, event):  # noqa: ANN001
+        self.authenticated = said_yes
+
+    def wait(self, event):  # noqa: ANN001
+        raise paramiko.AuthenticationException(
+            "Authentication failed: transport shut down or saw EOF"
+        )
+
+    monkeypatch.setattr(PipelinedAuth, "auth_publickey", attempt)
+    monkeypatch.setattr(PipelinedAuth, "wait_for_response", wait)
+    try:
+        if said_yes:
+            assert transport.auth_publickey("root", None) == []
+        else:
+            with pytest.raises(paramiko.AuthenticationException):
+                transport.auth_publickey("root", None)
+    finally:
+        ours.close()
+        theirs.close()

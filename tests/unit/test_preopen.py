@@ -13,6 +13,7 @@ from paramiko.common import (
     MSG_CHANNEL_OPEN_FAILURE,
     MSG_CHANNEL_OPEN_SUCCESS,
     OPEN_FAILED_CONNECT_FAILED,
+    cMSG_CHANNEL_OPEN,
     cMSG_CHANNEL_REQUEST,
 )
 
@@ -219,12 +220,69 @@ def test_after_another_number_nothing_more_is_guessed(transport, sent, monkeypat
     assert preopen.take(transport, 1.0) is second
 
 
-def test_a_refused_login_takes_the_claimed_channels_too(transport, sent):
+def test_a_refused_login_takes_the_claimed_channels_too(transport, sent, monkeypatch):
+    """Closed without a word to sshd: behind the next key its number is another
+    channel's, which a CHANNEL_CLOSE from this one would end."""
     preopen.ask(transport, 2)
     channel = preopen.claim(transport, "true")
     preopen.refused(transport)
-    assert not preopen.kept(transport, channel)
+    assert not preopen.kept(transport, channel) and channel.closed
+    monkeypatch.setattr(transport, "_send_user_message", lambda m: pytest.fail("sent"))
+    channel.close()
     assert preopen.claim(transport, "true") is None  # nothing more behind a refusal
+
+
+def test_a_new_attempt_drops_what_an_unanswered_one_left(transport):
+    """An attempt that timed out: its channels' numbers would be the next one's."""
+    preopen.ask(transport, 2)
+    preopen.attempt(transport)
+    assert transport.early_channels.asked == []
+    assert transport._channels.values() == []
+
+
+def test_a_channel_is_claimed_only_once_its_open_is_on_the_wire(transport):
+    """A command's exec must not overtake its CHANNEL_OPEN (a second attempt's
+    channels are asked while commands may already be waiting to claim)."""
+    claims: list = []
+
+    def send(m: paramiko.Message) -> None:
+        if m.asbytes()[:1] == cMSG_CHANNEL_OPEN:  # a command comes while it goes out
+            claims.append(preopen.claim(transport, "true"))
+
+    transport._send_user_message = send
+    preopen.ask(transport, 2)
+    assert claims == [None, None]
+    assert preopen.claim(transport, "true") is not None  # once out, it may be claimed
+
+
+def test_nothing_is_guessed_once_the_login_is_answered(transport, sent, monkeypatch):
+    """From then on a command may run on a confirmed channel, which an exec on a
+    refused number would end with the connection: wait for the channel's answer."""
+    preopen.ask(transport, 2)
+    first, _ = transport.early_channels.asked[0]
+    monkeypatch.setattr(transport, "is_authenticated", lambda: True)
+    assert preopen.claim(transport, "true") is None
+    answer(transport, first.get_id(), 0)
+    assert preopen.claim(transport, "true") is first  # confirmed: no guess needed
+    assert sent == [(0, "exec")]
+
+
+def test_nothing_more_is_guessed_once_sshd_refused_an_early_channel(transport, sent):
+    preopen.ask(transport, 3)
+    _, second, third = (c for c, _ in transport.early_channels.asked)
+    fail(transport, third.get_id())
+    assert preopen.refusals(transport) == 1
+    assert preopen.claim(transport, "true") is None  # the first: unconfirmed, not guessed
+    assert sent == []
+
+
+def test_a_channel_sshd_refused_is_never_claimed(transport, sent):
+    preopen.ask(transport, 1)
+    ((channel, _),) = transport.early_channels.asked
+    fail(transport, channel.get_id())
+    assert preopen.claim(transport, "true") is None
+    assert preopen.take(transport, 1.0) is None  # take() drops it: the usual way
+    assert sent == []
 
 
 def test_a_claimed_channel_sshd_refuses_is_closed_and_leaves_no_reason(transport, sent):

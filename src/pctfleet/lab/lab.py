@@ -382,18 +382,21 @@ class Lab:
     @contextmanager
     def max_sessions(self, node: str, sessions: int) -> Iterator[None]:
         """While inside: the node's sshd opens at most `sessions` channels on one
-        connection (MaxSessions), as a hardened node's may; then the lab's 10 again."""
+        connection (MaxSessions), as a hardened node's may; then the lab's 10 again.
+        Both of its configs say so: the one behind a fault relay (`latency`) too."""
         found, _ = self._find(node)
-        config = found.config_for(found.port)
-        text = config.read_text()
-        if "\nMaxSessions 10\n" not in text:
-            raise LabError(f"{config} does not say MaxSessions 10: is a change still in place?")
-        config.write_text(text.replace("\nMaxSessions 10\n", f"\nMaxSessions {sessions}\n"))
+        configs = [found.config_for(port) for port in (found.port, found.private_port())]
+        texts = [config.read_text() for config in configs]
+        for config, text in zip(configs, texts, strict=True):
+            if "\nMaxSessions 10\n" not in text:
+                raise LabError(f"{config} does not say MaxSessions 10: is a change in place?")
+            config.write_text(text.replace("\nMaxSessions 10\n", f"\nMaxSessions {sessions}\n"))
         nd.reload_sshd(found)
         try:
             yield
         finally:
-            config.write_text(text)
+            for config, text in zip(configs, texts, strict=True):
+                config.write_text(text)
             nd.reload_sshd(found)
 
     @contextmanager

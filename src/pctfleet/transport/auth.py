@@ -128,7 +128,15 @@ class PipelinedTransport(paramiko.Transport):
             self.flight.ready(self)
         if event is not None:
             return []
-        return self.auth_handler.wait_for_response(my_event)
+        try:
+            return self.auth_handler.wait_for_response(my_event)
+        except (paramiko.SSHException, EOFError):
+            # paramiko looks at the connection before at the answer: sshd said yes,
+            # then hung up (as at an exec on a channel it refused, preopen.claim).
+            # The login stands; the commands see the connection gone.
+            if handler.authenticated:
+                return []
+            raise
 
 
 def _skip_once(write_all: Callable[[bytes], None], line: bytes) -> Callable[[bytes], None]:

@@ -18,12 +18,15 @@ A read-only command may go further and ride the same flight (`claim`): its exec
 request names sshd's channel before sshd has said which it is. OpenSSH numbers
 a connection's channels from 0, each the lowest number free, and a fresh login
 has none open: so the early channels are 0, 1, 2... in the order asked. Every
-confirmation is checked against that number; a miss closes the connection.
-When sshd allows fewer sessions than were asked (MaxSessions), it refuses the
-rest and then drops the connection at the exec for a channel it never opened:
-that is why only a command that can be run again rides this way (the caller
-runs it again on a new login, within the sessions sshd did open). Pre-login,
-sshd answers an exec with UNIMPLEMENTED, as it does the channel: nothing runs.
+confirmation is checked against that number; a miss, once an exec went out on
+a number, closes the connection. When sshd allows fewer sessions than were
+asked (MaxSessions), it refuses the rest and then drops the connection at the
+exec for a channel it never opened: that is why only a command that can be run
+again rides this way (the caller runs it again on a new login, within the
+sessions sshd did open), and why nothing is sent on a number once the login's
+answer is in: from then on a command may be running on a confirmed channel,
+and the wait for a channel's own answer is short. Pre-login, sshd answers an
+exec with UNIMPLEMENTED, as it does the channel: nothing runs.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Pending:
     confirmed: int = 0  # early channels sshd opened: the sessions it allows at least
     numbers_hold: bool = True  # every confirmation so far bore the number we gave
     guessed: bool = False  # an exec went out on a number before its confirmation
+    refusals: int = 0  # early channels sshd refused (past MaxSessions)
     claimed: list[paramiko.Channel] = field(default_factory=list)  # this attempt's, sent on
 
 
@@ -64,10 +68,13 @@ def _pending(transport: paramiko.Transport) -> Pending:
 def attempt(transport: paramiko.Transport) -> None:
     """A new login attempt is about to go out: it may be followed by channels again."""
     pending = _pending(transport)
+    # An attempt that ended unanswered (auth timeout) leaves channels numbered for
+    # it: the next attempt's would repeat those numbers.
+    _drop_all(transport, pending, refused=True)
     with pending.lock:
         pending.failed = False
         pending.numbered = 0
-        pending.claimed = []
+        pending.guessed = False
 
 
 def ask(transport: paramiko.Transport, count: int) -> int:
@@ -84,12 +91,17 @@ def ask(transport: paramiko.Transport, count: int) -> int:
         for channel, _, _ in asked:
             channel.sshd_number = pending.numbered
             pending.numbered += 1
-        pending.asked += [(channel, event) for channel, event, _ in asked]
     # Sent outside the lock: a send may wait for a key exchange, whose thread must
     # be free to drop these (refused) meanwhile. A dropped one sent anyway is
-    # answered with UNIMPLEMENTED, which paramiko ignores.
+    # answered with UNIMPLEMENTED, which paramiko ignores. Only once sent may a
+    # command claim one: its exec must not overtake its CHANNEL_OPEN.
     for _, _, message in asked:
         transport._send_user_message(message)
+    with pending.lock:
+        if not pending.failed:
+            pending.asked += [(channel, event) for channel, event, _ in asked]
+            return len(asked)
+    _forget(transport, [(channel, event) for channel, event, _ in asked], [])
     return len(asked)
 
 
@@ -129,17 +141,18 @@ def claim(transport: paramiko.Transport, command: str) -> paramiko.Channel | Non
     with pending.lock:
         if pending.failed or not pending.asked:
             return None
-        channel, _ = pending.asked.pop(0)
+        channel, event = pending.asked[0]
         with transport.lock:
-            if not channel.active:  # not confirmed yet: name it by its number
-                if not pending.numbers_hold:
-                    pending.asked.insert(0, (channel, _))
-                    return None
+            if not channel.active:  # not confirmed yet (or refused): name it by its number
+                sure = pending.numbers_hold and not pending.refusals
+                if not sure or transport.is_authenticated():
+                    return None  # take() waits for sshd's answer instead
                 channel.remote_chanid = channel.sshd_number
                 channel.active = 1
                 pending.guessed = True
+            channel.claimed = True
+        pending.asked.pop(0)
         pending.claimed.append(channel)
-        channel.claimed = True
         start_command(channel, command)
     return channel
 
@@ -158,6 +171,8 @@ def _check_numbers(transport: paramiko.Transport) -> None:
         number = getattr(channel, "sshd_number", None)
         if number is None:
             return
+        with channel.lock:  # a claimed one's stdin may wait for this window
+            channel.out_buffer_cv.notify_all()
         pending = _pending(transport)
         with pending.lock:
             pending.confirmed += 1
@@ -171,6 +186,10 @@ def _check_numbers(transport: paramiko.Transport) -> None:
     def on_failure(m: paramiko.Message) -> None:
         channel = _channel_of(transport, m)
         failed(m)
+        if getattr(channel, "sshd_number", None) is not None:
+            pending = _pending(transport)
+            with pending.lock:
+                pending.refusals += 1
         if channel is not None and getattr(channel, "claimed", False):
             transport.get_exception()  # its reason is nobody's open_session failure
             channel.refused = True
@@ -195,6 +214,12 @@ def kept(transport: paramiko.Transport, channel: paramiko.Channel) -> bool:
     return transport._channels.get(channel.chanid) is channel
 
 
+def refusals(transport: paramiko.Transport) -> int:
+    """How many early channels sshd refused on this connection (past MaxSessions)."""
+    pending = getattr(transport, "early_channels", None)
+    return pending.refusals if pending is not None else 0
+
+
 def confirmed(transport: paramiko.Transport) -> int:
     """How many early channels sshd opened on this connection."""
     pending = getattr(transport, "early_channels", None)
@@ -213,6 +238,16 @@ def _drop_all(transport: paramiko.Transport, pending: Pending, refused: bool = F
         pending.failed = True
         dropped, pending.asked = pending.asked, []
         claimed, pending.claimed = (pending.claimed, []) if refused else ([], pending.claimed)
+    _forget(transport, dropped, claimed)
+
+
+def _forget(
+    transport: paramiko.Transport,
+    dropped: list[tuple[paramiko.Channel, threading.Event]],
+    claimed: list[paramiko.Channel],
+) -> None:
+    """Unmap channels sshd never opened; a claimed one is closed too, without a
+    word to sshd: its number may be another channel's behind the next attempt."""
     with transport.lock:
         for channel, event in dropped:
             transport._channels.delete(channel.chanid)
@@ -221,6 +256,8 @@ def _drop_all(transport: paramiko.Transport, pending: Pending, refused: bool = F
         for channel in claimed:  # the claimer sees it gone
             transport._channels.delete(channel.chanid)
             transport.channel_events.pop(channel.chanid, None)
+            with channel.lock:
+                channel._set_closed()
 
 
 def take(transport: paramiko.Transport, timeout: float) -> paramiko.Channel | None:

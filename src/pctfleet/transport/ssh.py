@@ -319,24 +319,44 @@ class NodeConnection:
             return None
         slot = self._acquire()  # the login's outcome: its error is this command's
         try:
-            if slot.conn.transport is not transport or not preopen.kept(transport, channel):
+            refused = getattr(channel, "refused", False)  # by sshd, past MaxSessions
+            standing = refused or preopen.kept(transport, channel)
+            if slot.conn.transport is not transport or not standing:
                 return None  # that login attempt was refused: sshd never read the exec
-            out, err = _Counted(stdout), _Counted(stderr)
-            limit = timeout if timeout is not None else self.options.command_timeout
-            try:
-                return pump_channel(channel, command, stdin, limit, out, err, self.node, True)
-            except NodeUnreachable:
-                if not getattr(channel, "refused", False):
-                    transport.join(1.0)  # the connection's end, if that is what this was
-                    if transport.is_active() or out.count or err.count:
-                        raise
-            # sshd refused the channel (past MaxSessions), or hung up before a byte
-            # came back, as it does at the exec sent on such a channel. Again, within
-            # the channels it did open:
-            self._lower_limit(preopen.confirmed(transport))
+            if not refused:
+                code = self._pump_claimed(channel, command, stdin, timeout, stdout, stderr)
+                if code is not None:
+                    return code
+            # sshd hangs up at an exec sent on a channel it refused: wait for that,
+            # so the command runs again on a new login, within the channels it opened.
+            transport.join(1.0)
+            if preopen.refusals(transport):
+                self._lower_limit(preopen.confirmed(transport))
             return None
         finally:
             self._release(slot)
+
+    def _pump_claimed(
+        self,
+        channel: paramiko.Channel,
+        command: str,
+        stdin: Stdin,
+        timeout: float | None,
+        stdout: BinaryIO,
+        stderr: BinaryIO,
+    ) -> int | None:
+        """A claimed channel's command to its end; None when sshd hung up before a
+        byte came back (at another claimed channel's exec: this one may run again)."""
+        out, err = _Counted(stdout), _Counted(stderr)
+        limit = timeout if timeout is not None else self.options.command_timeout
+        try:
+            return pump_channel(channel, command, stdin, limit, out, err, self.node, True)
+        except NodeUnreachable:
+            transport = channel.get_transport()
+            transport.join(1.0)  # the connection's end, if that is what this was
+            if out.count or err.count or transport.is_active():
+                raise
+            return None
 
     def _lower_limit(self, sessions: int) -> None:
         """sshd opened only `sessions` channels at once: keep within that from now on."""
