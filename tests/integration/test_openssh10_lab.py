@@ -140,7 +140,7 @@ def test_read_only_commands_ride_behind_each_attempt_and_run_only_behind_the_rig
             (1, 1),
         ]
         for attempt, _, channel in flight.claimed:
-            assert preopen.kept(conn.transport, channel) == (attempt == 1)
+            assert preopen.kept(channel) == (attempt == 1)
         # The dropped ones go first, as a caller's would: nothing of theirs may
         # reach the channels that now bear their numbers.
         flight.claimed = [claim for claim in flight.claimed if claim[0] == 1]

@@ -286,8 +286,15 @@ def test_a_transport_told_the_line_was_sent_does_not_send_it():
         assert theirs.recv(100) == b"x"
 
 
+HANG_UPS = [
+    paramiko.AuthenticationException("Authentication failed: transport shut down or saw EOF"),
+    ConnectionResetError(104, "Connection reset by peer"),  # we sent after sshd closed
+]
+
+
+@pytest.mark.parametrize("hang_up", HANG_UPS)
 @pytest.mark.parametrize("said_yes", [True, False])
-def test_a_hang_up_right_after_the_yes_is_no_refusal(said_yes, monkeypatch):
+def test_a_hang_up_right_after_the_yes_is_no_refusal(said_yes, hang_up, monkeypatch):
     """sshd hangs up at an exec on a channel it refused (preopen.claim) a moment
     after its USERAUTH_SUCCESS; paramiko, seeing the connection gone before it
     looks at the answer, would call that a failed login."""
@@ -299,9 +306,7 @@ def test_a_hang_up_right_after_the_yes_is_no_refusal(said_yes, monkeypatch):
         self.authenticated = said_yes
 
     def wait(self, event):  # noqa: ANN001
-        raise paramiko.AuthenticationException(
-            "Authentication failed: transport shut down or saw EOF"
-        )
+        raise hang_up
 
     monkeypatch.setattr(PipelinedAuth, "auth_publickey", attempt)
     monkeypatch.setattr(PipelinedAuth, "wait_for_response", wait)
@@ -309,7 +314,7 @@ def test_a_hang_up_right_after_the_yes_is_no_refusal(said_yes, monkeypatch):
         if said_yes:
             assert transport.auth_publickey("root", None) == []
         else:
-            with pytest.raises(paramiko.AuthenticationException):
+            with pytest.raises(type(hang_up)):
                 transport.auth_publickey("root", None)
     finally:
         ours.close()

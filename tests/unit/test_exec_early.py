@@ -65,7 +65,7 @@ def node(tmp_path, monkeypatch):
         raise RuntimeError("ran the usual way")
 
     monkeypatch.setattr(made, "_open_channel", usual_way)
-    monkeypatch.setattr(preopen, "kept", lambda transport, channel: True)
+    monkeypatch.setattr(preopen, "kept", lambda channel: True)
     monkeypatch.setattr(preopen, "refusals", lambda transport: 1)
     monkeypatch.setattr(preopen, "confirmed", lambda transport: 3)
     return made
@@ -152,7 +152,7 @@ def test_a_loss_on_a_connection_still_up_is_reported(node, monkeypatch):
 
 def test_a_channel_of_a_refused_login_attempt_runs_it_the_usual_way(node, monkeypatch):
     """sshd never read that exec (UNIMPLEMENTED): no limit is learnt from it."""
-    monkeypatch.setattr(preopen, "kept", lambda transport, channel: False)
+    monkeypatch.setattr(preopen, "kept", lambda channel: False)
     claim_gives(monkeypatch, FakeChannel(node.transport))
     pump_does(monkeypatch, lambda out, err: pytest.fail("its exec was never read"))
     with pytest.raises(RuntimeError, match="usual way"):
@@ -178,3 +178,20 @@ def test_a_stream_on_stdin_never_claims(node, monkeypatch):
             stderr=io.BytesIO(),
             read_only=True,
         )
+
+
+def test_a_channel_refused_while_its_pump_waits_runs_it_again(node, monkeypatch):
+    """sshd's refusal can land after the login returned: the command never ran,
+    even if the connection is still up when the pump gives up."""
+    node.transport.alive = True
+    channel = FakeChannel(node.transport)
+
+    def refused_meanwhile(out, err):  # noqa: ANN001
+        channel.refused = True
+        lost(out, err)
+
+    claim_gives(monkeypatch, channel)
+    pump_does(monkeypatch, refused_meanwhile)
+    with pytest.raises(RuntimeError, match="usual way"):
+        run(node)
+    assert node.usual == [True] and node.max_sessions == 3

@@ -184,7 +184,7 @@ def test_a_claimed_channel_carries_its_exec_before_sshd_confirms_it(transport, s
     answer(transport, first.get_id(), 0)
     answer(transport, second.get_id(), 1)
     assert preopen.confirmed(transport) == 2
-    assert preopen.kept(transport, first) and preopen.kept(transport, second)
+    assert preopen.kept(first) and preopen.kept(second)
 
 
 def test_the_numbers_restart_behind_each_login_attempt(transport, sent):
@@ -226,7 +226,7 @@ def test_a_refused_login_takes_the_claimed_channels_too(transport, sent, monkeyp
     preopen.ask(transport, 2)
     channel = preopen.claim(transport, "true")
     preopen.refused(transport)
-    assert not preopen.kept(transport, channel) and channel.closed
+    assert not preopen.kept(channel) and channel.closed
     monkeypatch.setattr(transport, "_send_user_message", lambda m: pytest.fail("sent"))
     channel.close()
     assert preopen.claim(transport, "true") is None  # nothing more behind a refusal
@@ -299,3 +299,12 @@ def test_a_claimed_channel_sshd_refuses_is_closed_and_leaves_no_reason(transport
 def test_nothing_to_claim_on_a_transport_never_asked(transport, sent):
     assert preopen.claim(transport, "true") is None
     assert sent == []
+
+
+def test_a_claimed_channel_stands_when_the_connection_dies_after_the_login(transport, sent):
+    """paramiko unmaps every channel of a dead connection: that is no refused
+    login, and the command may have run (its result may be in the channel)."""
+    preopen.ask(transport, 1)
+    channel = preopen.claim(transport, "true")
+    transport._channels.delete(channel.get_id())
+    assert preopen.kept(channel)

@@ -130,7 +130,7 @@ class PipelinedTransport(paramiko.Transport):
             return []
         try:
             return self.auth_handler.wait_for_response(my_event)
-        except (paramiko.SSHException, EOFError):
+        except (paramiko.SSHException, EOFError, OSError):
             # paramiko looks at the connection before at the answer: sshd said yes,
             # then hung up (as at an exec on a channel it refused, preopen.claim).
             # The login stands; the commands see the connection gone.

@@ -193,6 +193,7 @@ def _check_numbers(transport: paramiko.Transport) -> None:
         if channel is not None and getattr(channel, "claimed", False):
             transport.get_exception()  # its reason is nobody's open_session failure
             channel.refused = True
+            channel.dropped = True
             with channel.lock:
                 channel._set_closed()  # its pump ends now; it ran nothing
 
@@ -209,9 +210,10 @@ def _channel_of(transport: paramiko.Transport, m: paramiko.Message) -> paramiko.
     return channel
 
 
-def kept(transport: paramiko.Transport, channel: paramiko.Channel) -> bool:
-    """Whether a claimed channel still stands (its login attempt was not refused)."""
-    return transport._channels.get(channel.chanid) is channel
+def kept(channel: paramiko.Channel) -> bool:
+    """Whether a claimed channel still stands: not dropped with its login attempt
+    (a connection that died later unmaps its channels too, but they stood)."""
+    return not getattr(channel, "dropped", False)
 
 
 def refusals(transport: paramiko.Transport) -> int:
@@ -256,6 +258,7 @@ def _forget(
         for channel in claimed:  # the claimer sees it gone
             transport._channels.delete(channel.chanid)
             transport.channel_events.pop(channel.chanid, None)
+            channel.dropped = True
             with channel.lock:
                 channel._set_closed()
 

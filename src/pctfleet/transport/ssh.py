@@ -319,11 +319,9 @@ class NodeConnection:
             return None
         slot = self._acquire()  # the login's outcome: its error is this command's
         try:
-            refused = getattr(channel, "refused", False)  # by sshd, past MaxSessions
-            standing = refused or preopen.kept(transport, channel)
-            if slot.conn.transport is not transport or not standing:
+            if slot.conn.transport is not transport or not preopen.kept(channel):
                 return None  # that login attempt was refused: sshd never read the exec
-            if not refused:
+            if not getattr(channel, "refused", False):  # by sshd, past MaxSessions
                 code = self._pump_claimed(channel, command, stdin, timeout, stdout, stderr)
                 if code is not None:
                     return code
@@ -352,6 +350,8 @@ class NodeConnection:
         try:
             return pump_channel(channel, command, stdin, limit, out, err, self.node, True)
         except NodeUnreachable:
+            if getattr(channel, "refused", False):
+                return None  # refused while pumping: it never ran
             transport = channel.get_transport()
             transport.join(1.0)  # the connection's end, if that is what this was
             if out.count or err.count or transport.is_active():
