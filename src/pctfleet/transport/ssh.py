@@ -259,8 +259,7 @@ class NodeConnection:
             others = slot.in_use - 1
             if others < 1:
                 return False
-            self.max_sessions = min(self.max_sessions, others)
-            self._refusals += 1
+            self._lower_limit(others)  # the condition's lock is reentrant
             return True
 
     def _release(self, slot: _Slot) -> None:
