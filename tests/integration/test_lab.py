@@ -7,6 +7,7 @@ and returns, whether a port answers, whether a process is alive.
 from __future__ import annotations
 
 import os
+import pwd
 import shlex
 import socket
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from pctfleet.lab import Lab, LabError
+from pctfleet.lab.nodes import ROOT_BASHRC
 from pctfleet.lab.rootfs import CACHE_DIR, read_mirror
 from pctfleet.lab.system import listening, pid_alive
 
@@ -113,6 +115,18 @@ def test_each_node_is_its_own_host(lab: Lab) -> None:
     assert "hostname: n1-ct200" in lines
     assert lines[-1] == "/usr/local/sbin/pct"
     assert two.stdout.strip() == "node2"
+
+
+@pytest.mark.skipif(
+    not (Path(pwd.getpwuid(0).pw_dir) / ".bashrc").is_file(),
+    reason="the host's root has no .bashrc to stand in for",
+)
+def test_root_on_a_node_has_a_proxmox_nodes_bashrc(lab: Lab) -> None:
+    """sshd runs every command through bash, which reads root's ~/.bashrc first: on a
+    node it is a fresh Proxmox node's, not whatever the lab host's root set up there."""
+    out = ssh(lab, "node1", 'cat "$HOME/.bashrc"')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ROOT_BASHRC
 
 
 def test_pct_is_not_on_the_host() -> None:

@@ -6,13 +6,18 @@ Inside a node's namespace:
     Proxmox's (nodes/<node>/lxc/<ctid>.conf, with `lxc` and `local` links);
   - /usr/local/sbin is a read-only overlay that adds `pct` on top of the
     host's own /usr/local/sbin, so `pct` is on root's default PATH there and
-    nowhere on the host.
+    nowhere on the host;
+  - root's ~/.bashrc is a Proxmox node's (Debian's stock file: comments only),
+    bound over the host's own. sshd runs every command as `bash -c`, which reads
+    that file first, so the lab host's shell setup (a pyenv or conda init costs
+    ~0.1 s of CPU) would otherwise slow and change every command a node runs.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import signal
 import sys
 import time
@@ -43,7 +48,18 @@ set -e
 hostname "$1"
 mount --bind "$2" /etc/pve
 mount -t overlay pctfleet-pct -o "ro,lowerdir=$3:/usr/local/sbin" /usr/local/sbin
+if [ -f "$8" ]; then mount --bind "$7" "$8"; fi
 exec "$4" -D -f "$5" -E "$6"
+"""
+# What a fresh Proxmox VE node's root has in ~/.bashrc: Debian's base-files copy,
+# in which every line is a comment (the first line says whose it is).
+ROOT_BASHRC = """\
+# ~/.bashrc of root on a pctfleet lab node: as on a fresh Proxmox VE node (Debian's
+# stock file, comments only), bound over the lab host's own inside the node.
+# Note: PS1 and umask are already set in /etc/profile. You should not
+# need this unless you want different defaults for root.
+# PS1='${debian_chroot:+($debian_chroot)}\\h:\\w\\$ '
+# umask 022
 """
 
 
@@ -68,6 +84,7 @@ class Node:
     relay_pidfile = inside("dir", "relay.pid")
     log = inside("dir", "sshd.log")
     host_key = inside("dir", "ssh_host_ed25519_key")
+    root_bashrc = inside("dir", "root.bashrc")
 
     def config_for(self, port: int) -> Path:
         return self.dir / ("sshd_config" if port == self.port else f"sshd_config.{port}")
@@ -156,6 +173,7 @@ def ensure_files(node: Node, lxcpath: Path, authorized_keys: Path) -> bool:
     shim = resources.files("pctfleet.lab").joinpath("pct.py").read_text(encoding="utf-8")
     write_if_changed(node.dir / "lib/pct.py", shim)
     write_if_changed(node.bin / "pct", pct_wrapper(node), 0o755)
+    write_if_changed(node.root_bashrc, ROOT_BASHRC)
     changed = False
     for port in (node.port, node.private_port()):
         text = sshd_config(node, port, authorized_keys)
@@ -202,6 +220,7 @@ def start_sshd(node: Node, port: int | None = None, timeout: float = 10.0) -> in
         tool("unshare"), "--uts", "--mount", "--propagation", "private", "--",
         "/bin/sh", "-c", NODE_SCRIPT, "pctfleet-node",
         node.name, str(node.pve), str(node.bin), tool("sshd"), str(config), str(node.log),
+        str(node.root_bashrc), str(Path(pwd.getpwuid(0).pw_dir) / ".bashrc"),
     ]  # fmt: skip
     spawn_detached(cmd, node.dir / "node.log")
     if not wait_until(lambda: node.sshd_pid() and listening(node.address, port), timeout):
