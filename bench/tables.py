@@ -573,10 +573,12 @@ def _ansible_finding(pf: dict, fl: dict | None, an: dict, size: int) -> str:
     )
     if fl:
         text += (
-            f" Ansible / floor was {an['wall_s'] / fl['wall_s']:.1f}x: on the lab every "
-            "`pct` call starts a Python `pct` shim and `lxc-attach` on the same two cores "
-            "as the controller, so the floor is slower here than on a Proxmox node, and "
-            "that caps the ratio any tool can reach against Ansible."
+            f" Ansible / floor was {an['wall_s'] / fl['wall_s']:.1f}x: the floor is the"
+            " least work that confirms the state, so that caps the ratio any tool can reach"
+            " against Ansible here. Every `pct` call is an SSH session that runs root's"
+            " ~/.bashrc (a fresh Proxmox node's, comments only), the lab's `pct` stand-in"
+            " (Python) and `lxc-attach`, on the same two cores as the controller; what a"
+            " real node's Perl `pct` costs per call is not measured here."
         )
     return text
 
