@@ -31,7 +31,7 @@ from pctfleet.transport.base import (
     RunResult,
 )
 from pctfleet.transport.options import ConnectOptions
-from pctfleet.transport.pct import PctTarget
+from pctfleet.transport.pct import MARKER, PctTarget
 from pctfleet.verify import SETTINGS
 from pctfleet.verify import backend as pct
 from pctfleet.verify.runner import (
@@ -173,8 +173,8 @@ def test_the_node_command_line_delivers_arguments_exactly(tmp_path: Path) -> Non
     command = backend_for("pct://n1/200").get_command("printf '%%s|' %s %s", "a b; c", "'q'")
     line = PctTarget(FakeNode(), 200).command_line(["/bin/sh", "-c", command])  # type: ignore[arg-type]
     script = f'pct() {{ shift 3; "$@"; }}\n{line}\n'
-    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
-    assert out.stdout == "a b; c|'q'|"
+    out = subprocess.run(["sh", "-c", script], capture_output=True, check=True)
+    assert out.stdout == MARKER + b"a b; c|'q'|"
 
 
 def test_run_script_sends_the_script_on_stdin() -> None:

@@ -400,6 +400,18 @@ class Lab:
             nd.reload_sshd(found)
 
     @contextmanager
+    def root_bashrc(self, node: str, text: str) -> Iterator[None]:
+        """While inside: root's ~/.bashrc on the node says `text` (every command the
+        node's sshd runs reads it first, as on a node whose admin added a greeting
+        there); then a fresh Proxmox node's again."""
+        found, _ = self._find(node)
+        nd.set_root_bashrc(found, text)
+        try:
+            yield
+        finally:
+            nd.set_root_bashrc(found, nd.ROOT_BASHRC)
+
+    @contextmanager
     def _behind_relay(self, name: str, mode: str, ms: int) -> Iterator[None]:
         node, _ = self._find(name)
         if nd.relay_pid(node) is not None:

@@ -173,12 +173,21 @@ def ensure_files(node: Node, lxcpath: Path, authorized_keys: Path) -> bool:
     shim = resources.files("pctfleet.lab").joinpath("pct.py").read_text(encoding="utf-8")
     write_if_changed(node.dir / "lib/pct.py", shim)
     write_if_changed(node.bin / "pct", pct_wrapper(node), 0o755)
-    write_if_changed(node.root_bashrc, ROOT_BASHRC)
+    set_root_bashrc(node, ROOT_BASHRC)
     changed = False
     for port in (node.port, node.private_port()):
         text = sshd_config(node, port, authorized_keys)
         changed = write_if_changed(node.config_for(port), text) or changed
     return changed
+
+
+def set_root_bashrc(node: Node, text: str) -> None:
+    """What root's ~/.bashrc says inside the node from now on. Written in place: the
+    node's bind mount holds this very file, and would not see a new one put there."""
+    path = node.root_bashrc
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 def ensure_ct_config(node: Node, ct: Container) -> None:

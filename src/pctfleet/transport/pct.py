@@ -4,6 +4,12 @@
 and when the command itself exits 255. To tell them apart, the command is
 wrapped so that it first writes a marker line to stderr from inside the
 container: no marker means pct never got in, and pct's message says why.
+
+It writes one to stdout too, and on both streams what came before the marker
+is left out: that is the node's, not the command's. sshd runs the line through
+root's login shell, and bash reads ~/.bashrc first, so a node whose root prints
+a greeting there would otherwise put it at the head of every registered stdout
+(and stderr) and every fetched file, as Ansible's `fetch` does with it.
 """
 
 from __future__ import annotations
@@ -29,12 +35,14 @@ if TYPE_CHECKING:
     from pctfleet.transport.ssh import NodeConnection
 
 MARKER = b"\x1e" + b"pctfleet-entered" + b"\n"
-_ENTER = 'printf "\\036pctfleet-entered\\n" >&2; exec "$@"'
+_ENTER = 'printf "\\036pctfleet-entered\\n"; printf "\\036pctfleet-entered\\n" >&2; exec "$@"'
 _MAX_SCAN = 64 * 1024
 
 
 class MarkerFilter(io.RawIOBase):
-    """Pass stderr through, minus the marker line; remember whether it was seen."""
+    """Pass a stream on from its marker line; remember whether the marker was seen.
+    What came before the marker is the node's (its root's ~/.bashrc, pct): left out.
+    Without a marker the command never ran, and everything goes on (pct's error)."""
 
     def __init__(self, sink: BinaryIO) -> None:
         self.sink = sink
@@ -52,7 +60,7 @@ class MarkerFilter(io.RawIOBase):
         index = self._head.find(MARKER)
         if index >= 0:
             self.entered = True
-            self._flush(self._head[:index] + self._head[index + len(MARKER) :])
+            self._flush(self._head[index + len(MARKER) :])
         elif len(self._head) > _MAX_SCAN:
             self._flush(self._head)
         return len(data)
@@ -107,14 +115,16 @@ class PctTarget(Target):
         read_only: bool = False,
     ) -> tuple[int, float]:
         marker = MarkerFilter(sinks.err())
+        out = MarkerFilter(sinks.out())
         code, duration = self.node.exec(
             self.command_line(argv),
             stdin=stdin,
             timeout=timeout,
-            stdout=sinks.out(),
+            stdout=out,
             stderr=marker,
             read_only=read_only,
         )
+        out.finish()
         before = marker.finish()
         if not marker.entered:
             self._raise_pct_error(code, before)
