@@ -7,7 +7,6 @@ and returns, whether a port answers, whether a process is alive.
 from __future__ import annotations
 
 import os
-import pwd
 import shlex
 import socket
 import subprocess
@@ -18,7 +17,7 @@ import pytest
 import yaml
 
 from pctfleet.lab import Lab, LabError
-from pctfleet.lab.nodes import ROOT_BASHRC
+from pctfleet.lab.nodes import ROOT_BASHRC, host_root_bashrc
 from pctfleet.lab.rootfs import CACHE_DIR, read_mirror
 from pctfleet.lab.system import listening, pid_alive
 
@@ -117,16 +116,27 @@ def test_each_node_is_its_own_host(lab: Lab) -> None:
     assert two.stdout.strip() == "node2"
 
 
-@pytest.mark.skipif(
-    not (Path(pwd.getpwuid(0).pw_dir) / ".bashrc").is_file(),
-    reason="the host's root has no .bashrc to stand in for",
-)
+@pytest.mark.skipif(not host_root_bashrc().is_file(), reason="the host's root has no .bashrc")
 def test_root_on_a_node_has_a_proxmox_nodes_bashrc(lab: Lab) -> None:
     """sshd runs every command through bash, which reads root's ~/.bashrc first: on a
     node it is a fresh Proxmox node's, not whatever the lab host's root set up there."""
     out = ssh(lab, "node1", 'cat "$HOME/.bashrc"')
     assert out.returncode == 0, out.stderr
     assert out.stdout == ROOT_BASHRC
+
+
+@pytest.mark.skipif(not host_root_bashrc().is_file(), reason="the host's root has no .bashrc")
+def test_up_gives_an_older_labs_node_its_own_bashrc(lab: Lab) -> None:
+    """A node whose sshd an older lab started (root's ~/.bashrc not bound over):
+    `up` starts that sshd again, and the node's commands read the node's own file."""
+    node = lab._node(1)
+    before = node.sshd_pid()
+    umount = ["nsenter", "-t", str(before), "-m", "umount", str(host_root_bashrc())]
+    subprocess.run(umount, check=True)
+    assert ssh(lab, "node1", 'cat "$HOME/.bashrc"').stdout != ROOT_BASHRC  # an older lab's
+    lab.up(nodes=2, containers=2)
+    assert node.sshd_pid() != before
+    assert ssh(lab, "node1", 'cat "$HOME/.bashrc"').stdout == ROOT_BASHRC
 
 
 def test_pct_is_not_on_the_host() -> None:

@@ -193,6 +193,8 @@ class Lab:
             nd.reload_sshd(node)
         for ct in found:
             self._up_container(node, ct)
+        if nd.lacks_root_bashrc(node):
+            nd.stop_listener(node)  # its sessions stay up; the new one binds the file
         nd.start_sshd(node)
 
     def _up_container(self, node: Node, ct: Container) -> None:
@@ -382,15 +384,23 @@ class Lab:
     @contextmanager
     def max_sessions(self, node: str, sessions: int) -> Iterator[None]:
         """While inside: the node's sshd opens at most `sessions` channels on one
-        connection (MaxSessions), as a hardened node's may; then the lab's 10 again.
-        Both of its configs say so: the one behind a fault relay (`latency`) too."""
+        connection (MaxSessions), as a hardened node's may; then the lab's 10 again."""
+        with self.sshd_setting(node, "MaxSessions", str(sessions)):
+            yield
+
+    @contextmanager
+    def sshd_setting(self, node: str, keyword: str, value: str) -> Iterator[None]:
+        """While inside: the node's sshd says `keyword value`, as a node whose admin
+        set it does (a `Banner`, a lower `MaxSessions`); then the lab's own again.
+        Both of its configs say so (the one behind a fault relay too), first, as sshd
+        takes a keyword's first value."""
+        if not keyword.isalnum() or "\n" in value:
+            raise LabError(f"not an sshd_config setting: {keyword!r} {value!r}")
         found, _ = self._find(node)
         configs = [found.config_for(port) for port in (found.port, found.private_port())]
         texts = [config.read_text() for config in configs]
         for config, text in zip(configs, texts, strict=True):
-            if "\nMaxSessions 10\n" not in text:
-                raise LabError(f"{config} does not say MaxSessions 10: is a change in place?")
-            config.write_text(text.replace("\nMaxSessions 10\n", f"\nMaxSessions {sessions}\n"))
+            config.write_text(f"{keyword} {value}\n{text}")
         nd.reload_sshd(found)
         try:
             yield

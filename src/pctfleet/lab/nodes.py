@@ -229,7 +229,7 @@ def start_sshd(node: Node, port: int | None = None, timeout: float = 10.0) -> in
         tool("unshare"), "--uts", "--mount", "--propagation", "private", "--",
         "/bin/sh", "-c", NODE_SCRIPT, "pctfleet-node",
         node.name, str(node.pve), str(node.bin), tool("sshd"), str(config), str(node.log),
-        str(node.root_bashrc), str(Path(pwd.getpwuid(0).pw_dir) / ".bashrc"),
+        str(node.root_bashrc), str(host_root_bashrc()),
     ]  # fmt: skip
     spawn_detached(cmd, node.dir / "node.log")
     if not wait_until(lambda: node.sshd_pid() and listening(node.address, port), timeout):
@@ -238,6 +238,25 @@ def start_sshd(node: Node, port: int | None = None, timeout: float = 10.0) -> in
             f"see {node.dir / 'node.log'} and {node.log}"
         )
     return node.sshd_pid() or 0
+
+
+def host_root_bashrc() -> Path:
+    """Root's ~/.bashrc on the host: what a node's own copy is bound over."""
+    return Path(pwd.getpwuid(0).pw_dir) / ".bashrc"
+
+
+def lacks_root_bashrc(node: Node) -> bool:
+    """The node's running sshd was started without its own root ~/.bashrc (by an
+    older lab), so its commands still read the host's: it must start again."""
+    pid, target = node.sshd_pid(), host_root_bashrc()
+    if pid is None or not target.is_file():
+        return False
+    try:
+        mounts = Path(f"/proc/{pid}/mountinfo").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    # mountinfo's fifth field is the mount point; a file bind mount is listed there.
+    return f" {target} " not in mounts
 
 
 def reload_sshd(node: Node, timeout: float = 10.0) -> None:
