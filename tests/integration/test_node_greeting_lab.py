@@ -89,3 +89,17 @@ def test_discovery_reads_the_node_past_its_greeting(greeting, tmp_path: Path):
     assert listed.returncode == 0, listed.stderr
     rows = {row["ctid"]: row["status"] for row in json.loads(listed.stdout)["containers"]}
     assert (rows.get(200), rows.get(201)) == ("running", "running"), rows
+
+
+def test_a_pct_failure_says_what_pct_said_and_no_greeting(greeting, tmp_path: Path):
+    doc = yaml.safe_load(Path(greeting.inventory).read_text())
+    doc["nodes"]["node1"]["containers"][299] = {}  # a container the node does not have
+    inventory = tmp_path / "missing.yml"
+    inventory.write_text(yaml.safe_dump(doc))
+    args = ["exec", "-i", str(inventory), "--limit", "node1/299"]
+    shown = pctfleet(*args, "--", "true")  # streamed as it comes
+    assert "Welcome" not in shown.stdout + shown.stderr, shown
+    assert "container 299 does not exist on node1" in shown.stderr, shown
+    [result] = json.loads(pctfleet(*args, "--json", "--", "true").stdout)["results"]
+    assert result["stdout"] == "", result
+    assert "container 299 does not exist on node1" in result["message"], result

@@ -295,3 +295,37 @@ def test_nodes_are_read_with_or_without_a_forks_cap(monkeypatch, forks):
     monkeypatch.setattr(discover, "read_node", lambda node, options: read.append(node) or node)
     assert discover.read_nodes(["a", "b", "c"], None, forks) == ["a", "b", "c"]
     assert sorted(read) == ["a", "b", "c"]
+
+
+class _TalkingNode:
+    """A node whose root's ~/.bashrc prints on stderr ahead of what pct says."""
+
+    target = type("Target", (), {"user": "pctfleet"})()
+
+    def __init__(self, pct_said: str) -> None:
+        self.pct_said = pct_said
+
+    def exec(self, command, *, stdin, timeout, stdout, stderr):  # noqa: ANN001, ANN201
+        stderr.write(b"mesg: ttyname failed: Inappropriate ioctl for device\n")
+        stderr.write(self.pct_said.encode())
+        return 1, 0.1
+
+    def hand_over(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "pct_said, error",
+    [
+        ("ipcc_send_rec[1] failed: Unknown error -1\n", "pct list failed (exit 1): ipcc_send_rec"),
+        ("sudo: a password is required\n", "sudo asks pctfleet for a password"),
+    ],
+)
+def test_a_failed_node_read_reports_pct_past_a_greeting(monkeypatch, pct_said, error):
+    from pctfleet.inventory import discover
+    from pctfleet.inventory.model import Node
+    from pctfleet.transport import connections
+
+    monkeypatch.setattr(connections, "node_connection", lambda n, o: _TalkingNode(pct_said))
+    found = discover.read_node(Node("pve1", "127.0.0.1"), None)
+    assert found.error.startswith(error), found.error

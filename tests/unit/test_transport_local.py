@@ -95,6 +95,14 @@ def test_marker_filter_passes_on_the_commands_output_only(split):
     assert sink.getvalue() == b"the command's\noutput\n"
 
 
+def test_without_a_marker_what_is_held_can_be_kept_from_the_sink():
+    sink = io.BytesIO()
+    marker = MarkerFilter(sink)
+    marker.write(b"Welcome to node1\n")
+    assert marker.finish(pass_on=False) == b"Welcome to node1\n"
+    assert sink.getvalue() == b""
+
+
 def test_marker_filter_without_marker_returns_pct_message():
     sink = io.BytesIO()
     marker = MarkerFilter(sink)

@@ -184,12 +184,13 @@ def read_node(node: Node, options: Any) -> NodeFound:  # noqa: ANN401 - ConnectO
     gpu_text, text = (gpu_text, text) if ended else ("", gpu_text)
     found = NodeFound(node, gpu=parse_node(gpu_text))
     if code != 0:
+        # The last line: a node whose root's ~/.bashrc talks puts that ahead of pct's.
         said = err.getvalue().decode("utf-8", "replace").strip().splitlines() or ["no output"]
-        if asks_password(said[0]):
+        if asks_password("\n".join(said)):
             fix = sudoers_fix(conn.target.user, node.name)
             found.error = f"sudo asks {conn.target.user} for a password ({fix})"
             return found
-        found.error = f"pct list failed (exit {code}): {said[0]}"
+        found.error = f"pct list failed (exit {code}): {said[-1]}"
         return found
     try:
         found.containers = parse_discovery(text)

@@ -71,10 +71,11 @@ class MarkerFilter(io.RawIOBase):
         if data:
             self.sink.write(data)
 
-    def finish(self) -> bytes:
-        """The stderr pct printed before (or instead of) entering the container."""
+    def finish(self, *, pass_on: bool = True) -> bytes:
+        """What is held still: with no marker, all the stream said (on stderr, pct's
+        message); passed on to the sink unless `pass_on` is false."""
         held, self._head = self._head, b""
-        if held:
+        if held and pass_on:
             self.sink.write(held)
         return held
 
@@ -124,8 +125,8 @@ class PctTarget(Target):
             stderr=marker,
             read_only=read_only,
         )
-        out.finish()
         before = marker.finish()
+        out.finish(pass_on=marker.entered)  # never entered: all of it is the node's
         if not marker.entered:
             self._raise_pct_error(code, before)
         if code > 128 and self._stopped_meanwhile():
