@@ -143,3 +143,25 @@ def test_a_node_limit_in_the_inventory_saves_the_second_login(lab, info, files):
     assert done.returncode == 0, done.stderr
     assert "unknown channel" not in seen and "no more sessions" not in seen
     assert logins["node1"] == 1
+
+
+def test_a_login_banner_changes_nothing(lab, info, files, tmp_path: Path):
+    """A node whose admin set sshd's `Banner`: sshd sends it during the login, ahead
+    of its answer to the pipelined request and of the probes' channels. Every
+    container ends ok on one login, and no output holds the banner."""
+    banner = tmp_path / "issue.net"
+    banner.write_text("Authorized access only. Activity is logged.\n")
+    folder = Path(files["playbook"]).with_name("folder.yml")
+    folder.write_text(FOLDER)
+    with lab.sshd_setting("node1", "Banner", str(banner)):
+        said = subprocess.run([*lab.ssh_args("node1"), "true"], capture_output=True, text=True)
+        assert "Authorized access only" in said.stderr  # sshd does send it
+        ran, logins, _ = counted(info, "run", str(folder), "-i", files["inventory"], "--json")
+        args = ["exec", "-i", files["inventory"], "--limit", "node1", "--json", "--", "printf", "x"]
+        said, _, _ = counted(info, *args)
+    assert ran.returncode == 0, ran.stderr
+    statuses = [c["status"] for c in json.loads(ran.stdout)["containers"]]
+    assert len(statuses) == 4 and set(statuses) <= {"ok", "changed"}, statuses
+    assert logins["node1"] == 1
+    results = json.loads(said.stdout)["results"]
+    assert [(r["status"], r["stdout"], r["stderr"]) for r in results] == [("ok", "x", "")] * 2
