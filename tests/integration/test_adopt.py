@@ -39,6 +39,7 @@ EXTRA = {
     "flashinfer_workspace_base": f"{OWN}/workspace",
 }
 MADE = f"{VENV} {OWN} {STALE} /root/.local/bin/uv /root/.cache/uv /etc/uv"
+APT_GXX = "apt-get update -q && apt-get install -y -q --no-install-recommends g++"
 PINNED = "cuda-toolkit[nvcc,nvvm,crt,cudart,cccl,curand]==13.0.2"
 PORT_PIDS = library(["listener"]) + f"pctfleet_port_pids /proc {EXTRA['server_port']}"
 # The incident's server: started by hand with nohup, no PID file, on the serving port.
@@ -78,6 +79,9 @@ def stop_our_server() -> None:
 def handmade(lab, uv_binary):  # noqa: F811
     """/root/venv mixed by hand with uv; afterwards everything made here is removed."""
     info = lab.up(nodes=2, containers=2)
+    # The incident's containers had a compiler: without one, nvcc fails before it can
+    # meet the mismatched headers. Installed once; a lab container keeps it.
+    in_ct(f"command -v g++ >/dev/null || {{ {APT_GXX}; }}")
     in_ct(f"rm -rf {MADE} && {UV_TOML} && mkdir -p /root/.local/bin {OWN}")
     in_ct(f"cat > {UV} && chmod 755 {UV}", stdin=uv_binary)
     in_ct(f"{UV} venv -q {VENV}")
@@ -93,6 +97,8 @@ def handmade(lab, uv_binary):  # noqa: F811
     in_ct(f"kill -KILL {stranger} 2>/dev/null; :")
     stop_our_server()
     in_ct(f"rm -rf {MADE}; rmdir /root/.local/bin /root/.local 2>/dev/null || :")
+    # The stale kernel's folders, when nothing else is left in them (no provision ran).
+    in_ct(f"rmdir -p {STALE.rsplit('/', 1)[0]} 2>/dev/null || :")
 
 
 def installed() -> dict[str, str]:
