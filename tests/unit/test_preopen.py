@@ -292,6 +292,9 @@ def test_a_claimed_channel_sshd_refuses_is_closed_and_leaves_no_reason(transport
     second = preopen.claim(transport, "true")
     fail(transport, second.get_id())
     assert second.closed and second.refused
+    # It stands (its login was not refused): the caller waits for sshd's hang-up and
+    # lowers the node's limit, instead of running the command again at once.
+    assert preopen.kept(second)
     assert transport.saved_exception is None
     assert preopen.confirmed(transport) == 0
 

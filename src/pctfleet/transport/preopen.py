@@ -192,8 +192,7 @@ def _check_numbers(transport: paramiko.Transport) -> None:
                 pending.refusals += 1
         if channel is not None and getattr(channel, "claimed", False):
             transport.get_exception()  # its reason is nobody's open_session failure
-            channel.refused = True
-            channel.dropped = True
+            channel.refused = True  # not dropped: its login stands, the node's cap is lower
             with channel.lock:
                 channel._set_closed()  # its pump ends now; it ran nothing
 
