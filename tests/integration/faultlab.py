@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pctfleet.lab import Lab
+from pctfleet.lab.system import attach
 from pctfleet.run.journal import read as read_journal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -84,11 +85,11 @@ class FaultLab:
 
     def ct_sh(self, key: str, script: str, timeout: float = 120) -> subprocess.CompletedProcess:
         """Run sh in a container with lxc-attach (no SSH, no pct)."""
-        return subprocess.run(
+        return attach(
             ["lxc-attach", "-n", self.lxc_name(key), "-P", str(self.lab.lxcpath),
              "--clear-env", "--set-var", f"PATH={CT_PATH}", "--set-var", "HOME=/root",
              "--", "/bin/sh", "-c", script],
-            capture_output=True, text=True, timeout=timeout,
+            text=True, timeout=timeout,
         )  # fmt: skip
 
     def ct_out(self, key: str, script: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pctfleet.lab.system import attach
 from pctfleet.sh import library
 
 pytestmark = pytest.mark.lab
@@ -29,7 +30,7 @@ UV_TOML = "mkdir -p /etc/uv && echo 'native-tls = true' > /etc/uv/uv.toml"
 
 
 def in_ct(script: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run([*LXC, "sh", "-c", script], input=stdin, capture_output=True)
+    done = attach([*LXC, "sh", "-c", script], input=stdin)
     assert done.returncode == 0, (script, done.stderr.decode()[-2000:])
     return done
 

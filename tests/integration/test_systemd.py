@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from pctfleet.lab.system import attach
 from pctfleet.sh import library
 
 pytestmark = pytest.mark.lab
@@ -35,7 +36,7 @@ class Ct:
         self.attach = ["lxc-attach", "-P", str(lab.lxcpath), "-n", f"pctfleet-n{index}-{ctid}"]
 
     def sh(self, script: str, check: bool = True) -> str:
-        done = subprocess.run([*self.attach, "--", "sh", "-c", script], capture_output=True)
+        done = attach([*self.attach, "--", "sh", "-c", script])
         if check:
             assert done.returncode == 0, (script, done.stderr.decode()[-2000:])
         return done.stdout.decode().strip()

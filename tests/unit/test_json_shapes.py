@@ -22,7 +22,8 @@ def test_a_container_run_keeps_its_field_order_and_rounds_its_times():
     run.started_at, run.finished_at = 1700000000.123456, 1700000001.987654
     data = run.as_json()
     assert list(data) == [
-        "node", "ctid", "name", "status", "message", "stats", "remote_calls", "local_calls",
+        "node", "ctid", "name", "status", "message", "stats", "remote_calls", "remote_reruns",
+        "local_calls",
         "duration", "started_at", "finished_at", "tasks",
     ]  # fmt: skip
     assert (data["duration"], data["started_at"], data["finished_at"]) == (

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import stat
 import sys
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import typer
 
@@ -13,7 +16,10 @@ from pctfleet.cli.options import Connection, Forks, Output, Selection
 from pctfleet.run import adhoc
 from pctfleet.status import exit_code
 from pctfleet.textout import visible
+from pctfleet.transport.base import Stdin
 from pctfleet.transport.connections import build_fleet, start_logins
+
+SMALL_STDIN = 1024 * 1024  # read into memory before the call, rather than streamed
 
 
 @grouped(sel=Selection, conn=Connection, out=use(Output, "as_json"))
@@ -46,9 +52,7 @@ def exec_command(
     _, containers = sel.select()
     start_logins(containers, conn.options())  # while stdin is read and the fleet is built
     fleet = build_fleet(containers, conn.options())
-    stdin = None if no_stdin or sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer
-    if stdin is not None and len(fleet.targets) > 1:
-        stdin = stdin.read()  # every container gets the same bytes
+    stdin = command_stdin(no_stdin, len(fleet.targets))
     plan = _output_plan(out.as_json, len(fleet.targets))
     try:
         outcomes = adhoc.run_exec(fleet.targets, command, stdin, plan, forks)
@@ -63,6 +67,50 @@ def exec_command(
                 typer.secho(shown, err=True, fg="red")
     own = outcomes[0].exit_code if len(outcomes) == 1 else None
     return exit_code("exec", (x.status for x in outcomes), own=own)
+
+
+def command_stdin(no_stdin: bool, targets: int) -> Stdin:
+    """What the command reads: nothing from a terminal; the same bytes for several
+    containers; for one, a pipe streams in, and a small file (or /dev/null) is read
+    first, so a call pct loses before the command starts can be sent again
+    (transport/pct.py: only bytes are)."""
+    if no_stdin or sys.stdin is None or sys.stdin.isatty():
+        return None
+    stream = sys.stdin.buffer
+    if targets > 1:
+        return stream.read()
+    if not _small_file(stream):
+        return stream
+    head = stream.read(SMALL_STDIN + 1)  # a file may have grown since fstat
+    return head if len(head) <= SMALL_STDIN else _Rest(head, stream)
+
+
+class _Rest(io.RawIOBase):
+    """What was read already, then the rest of the stream."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self._head, self._stream = head, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if not self._head:
+            return self._stream.read(size)
+        size = len(self._head) if size is None or size < 0 else size
+        piece, self._head = self._head[:size], self._head[size:]
+        return piece
+
+
+def _small_file(stream: BinaryIO) -> bool:
+    """A regular file of at most SMALL_STDIN bytes, or /dev/null."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return False
+    if stat.S_ISREG(info.st_mode):
+        return info.st_size <= SMALL_STDIN
+    return stat.S_ISCHR(info.st_mode) and info.st_rdev == os.stat(os.devnull).st_rdev
 
 
 def _document(outcomes: list[adhoc.ExecOutcome], fleet) -> dict:  # noqa: ANN001

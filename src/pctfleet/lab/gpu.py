@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pctfleet.lab.model import LabError
 from pctfleet.lab.nodes import Node, pve_config
-from pctfleet.lab.system import tool, write_if_changed
+from pctfleet.lab.system import attach, tool, write_if_changed
 
 H200 = {
     "name": "NVIDIA H200",
@@ -144,6 +144,6 @@ def set_ct_userspace(lxcpath: Path, lxc_name: str, version: str | None, devices:
     """Driver library files of `version` (none: None) and openable device stand-ins in a CT."""
     cmd = [tool("lxc-attach"), "-P", str(lxcpath), "-n", lxc_name, "--"]
     args = ["/bin/sh", "-c", USERSPACE, "sh", version or "", *devices]
-    done = subprocess.run([*cmd, *args], capture_output=True, text=True, check=False)
+    done = attach([*cmd, *args], text=True, check=False)
     if done.returncode != 0:
         raise LabError(f"{lxc_name}: {done.stderr.strip()}")

@@ -20,6 +20,7 @@ from typing import Any
 
 import pctfleet.lab.containers as cts
 import pctfleet.lab.nodes as nd
+import pctfleet.lab.pct as pct_lab
 from pctfleet.lab.containers import Container
 from pctfleet.lab.inventory import render_inventory
 from pctfleet.lab.model import (
@@ -420,6 +421,25 @@ class Lab:
             yield
         finally:
             nd.set_root_bashrc(found, nd.ROOT_BASHRC)
+
+    @contextmanager
+    def pct_crashes(self, node: str, times: int) -> Iterator[None]:
+        """While inside: the node's next `times` `pct exec` calls die before they enter
+        their container, as LXC 5.0's lxc-attach does when sealing its memfd copy of
+        itself fails (its message, then SIGABRT); then none."""
+        found, _ = self._find(node)
+        path = found.dir / pct_lab.CRASHES_FILE
+        path.write_text(str(times), encoding="ascii")
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+
+    def pct_crashes_left(self, node: str) -> int:
+        """How many armed crashes of `pct_crashes` have not happened yet."""
+        found, _ = self._find(node)
+        path = found.dir / pct_lab.CRASHES_FILE
+        return int(path.read_text(encoding="ascii") or 0) if path.exists() else 0
 
     @contextmanager
     def _behind_relay(self, name: str, mode: str, ms: int) -> Iterator[None]:

@@ -15,6 +15,7 @@ by the lab: {"node": "node1", "index": 1, "lxcpath": "...", "pve": "..."}.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import grp
 import json
 import os
@@ -100,6 +101,7 @@ class Node:
     index: int
     lxcpath: str
     pve: str
+    folder: str = ""  # the node's own folder (where node.json is)
 
     @classmethod
     def load(cls) -> Node:
@@ -108,7 +110,8 @@ class Node:
             raise PctError("pct (lab): PCTFLEET_LAB_NODE is not set")
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        return cls(data["node"], int(data["index"]), data["lxcpath"], data["pve"])
+        folder = os.path.dirname(path)
+        return cls(data["node"], int(data["index"]), data["lxcpath"], data["pve"], folder)
 
     def lxc_name(self, vmid: int) -> str:
         return f"pctfleet-n{self.index}-{vmid}"
@@ -252,8 +255,34 @@ def cmd_exec(node: Node, args: Args) -> int:
                 attach += ["-v", f"{var}={os.environ[var]}"]
     attach += ["--", *args.extra]
     sys.stdout.flush()
+    crash_if_armed(node)
     os.execvp("lxc-attach", attach)
     return EXIT_ERROR  # not reached
+
+
+CRASHES_FILE = "pct-crashes"  # armed by the lab (Lab.pct_crashes): how many exec calls die
+REXEC_FAILED = "Device or resource busy - Failed to rexec as memfd"
+
+
+def crash_if_armed(node: Node) -> None:
+    """Die as LXC 5.0's lxc-attach does when it cannot re-execute itself from a sealed
+    memfd (its first step, before it attaches): the message, then SIGABRT. Only while
+    the lab has armed it, once per armed count."""
+    path = os.path.join(node.folder, CRASHES_FILE)
+    try:
+        handle = open(path, "r+", encoding="ascii")  # noqa: SIM115
+    except FileNotFoundError:
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        left = int(handle.read().strip() or 0)
+        if left <= 0:
+            return
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(left - 1))
+    print(REXEC_FAILED, file=sys.stderr, flush=True)
+    os.abort()
 
 
 def cmd_status(node: Node, args: Args) -> int:

@@ -71,6 +71,33 @@ def run(
     return res
 
 
+# LXC 5.0's lxc-attach first re-executes itself from a sealed memfd copy
+# (CVE-2019-5736). Under load the sealing can fail (EBUSY), and its error path
+# then aborts: this message, then SIGABRT, before it has attached.
+REXEC_FAILED = "Failed to rexec as memfd"
+ATTACH_TRIES = 3
+
+
+def attach(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    """`subprocess.run(cmd, capture_output=True, **kwargs)` for an lxc-attach command
+    line, run again when lxc-attach died at its own start (nothing ran inside)."""
+    for attempt in range(ATTACH_TRIES):
+        time.sleep(0.2 * attempt)  # the crash comes with load: give it a moment
+        done = subprocess.run(cmd, capture_output=True, **kwargs)  # type: ignore[call-overload]
+        if not died_before_attaching(done):
+            break
+    return done
+
+
+def died_before_attaching(done: subprocess.CompletedProcess) -> bool:
+    said = (
+        done.stderr
+        if isinstance(done.stderr, str)
+        else (done.stderr or b"").decode(errors="replace")
+    )
+    return done.returncode in (-signal.SIGABRT, 128 + signal.SIGABRT) and REXEC_FAILED in said
+
+
 def spawn_detached(cmd: list[str], log: Path) -> None:
     """Start a long-lived process in its own session, not as our child.
 

@@ -160,6 +160,7 @@ class ContainerEngine:
                 self.flow.failed(self.run.key, self.failed_task)
             self.flow.leave(self.run.key)
             self.run.remote_calls = self.target.calls
+            self.run.remote_reruns = self.target.reruns
             self.run.local_calls = self.controller.calls
             self.run.duration += time.monotonic() - started
             self.run.finished_at = time.time()

@@ -303,7 +303,7 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
         runs[container.key].finish_status()  # "changed" in the journal too, not "ok"
         if journal:
             run = runs[container.key]
-            names = "container play status message remote_calls"
+            names = "container play status message remote_calls remote_reruns"
             journal.write("container", **json_fields(run, names, container=run.key, play=play.name))
 
     batches = plan_batches(containers, play.serial) if play.serial else [containers]

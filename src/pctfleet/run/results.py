@@ -69,6 +69,7 @@ class ContainerRun:
     status: Status = Status.OK  # ok, changed, failed, interrupted or one of UNREACHED
     message: str = ""
     remote_calls: int = 0  # calls into the container
+    remote_reruns: int = 0  # calls sent a second time (pct died before the command started)
     local_calls: int = 0  # delegated tasks' calls on this machine
     duration: float = 0.0
     tasks: list[TaskResult] = field(default_factory=list)
@@ -95,7 +96,7 @@ class ContainerRun:
     def as_json(self) -> dict:
         return json_fields(
             self,
-            "node ctid name status message stats remote_calls local_calls "
+            "node ctid name status message stats remote_calls remote_reruns local_calls "
             "duration started_at finished_at tasks",
             digits=3,
             stats=self.stats(),

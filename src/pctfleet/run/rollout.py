@@ -152,7 +152,7 @@ class Rollout:
         runs = execute(PreparedRun(request, plays), self.journal, self._task_event)
         for run in runs:
             self.result.runs[run.key] = run
-            names = "container status message started_at finished_at remote_calls"
+            names = "container status message started_at finished_at remote_calls remote_reruns"
             self.event("container", **json_fields(run, names, container=run.key))
         failed = [r.key for r in runs if r.status not in SUCCESS]
         passed = [r for r in batch if r.key not in failed]

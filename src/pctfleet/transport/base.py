@@ -126,6 +126,8 @@ class Target(abc.ABC):
 
     name: str
     calls: int = 0
+    # Calls sent again because they died before the command started (nothing ran).
+    reruns: int = 0
 
     @property
     def node_key(self) -> str:

@@ -10,12 +10,16 @@ is left out: that is the node's, not the command's. sshd runs the line through
 root's login shell, and bash reads ~/.bashrc first, so a node whose root prints
 a greeting there would otherwise put it at the head of every registered stdout
 (and stderr) and every fetched file, as Ansible's `fetch` does with it.
+
+No marker and a death by signal means pct (lxc-attach) crashed before the
+command started, so nothing ran: that call is sent once more (`reruns`).
 """
 
 from __future__ import annotations
 
 import io
 import shlex
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 MARKER = b"\x1e" + b"pctfleet-entered" + b"\n"
 _ENTER = 'printf "\\036pctfleet-entered\\n"; printf "\\036pctfleet-entered\\n" >&2; exec "$@"'
 _MAX_SCAN = 64 * 1024
+_RERUN_PAUSE_S = 0.2
 
 
 class MarkerFilter(io.RawIOBase):
@@ -65,6 +70,12 @@ class MarkerFilter(io.RawIOBase):
             self._flush(self._head)
         return len(data)
 
+    @property
+    def gave_up(self) -> bool:
+        """More than _MAX_SCAN bytes came without a marker: whether the command
+        started cannot be told from this stream any more."""
+        return not self._scanning and not self.entered
+
     def _flush(self, data: bytes) -> None:
         self._scanning = False
         self._head = b""
@@ -80,6 +91,16 @@ class MarkerFilter(io.RawIOBase):
         return held
 
 
+def _crashed_at_start(code: int) -> bool:
+    """Killed by a signal (128 + its number). pct's own errors exit 255."""
+    return 128 < code < 255
+
+
+def _replayable(stdin: Stdin) -> bool:
+    """A stream may be part read by the call that died; bytes can be sent again."""
+    return stdin is None or isinstance(stdin, bytes | bytearray)
+
+
 class PctTarget(Target):
     """Commands in container `ctid` on `node`, over the node's shared SSH connection."""
 
@@ -88,6 +109,7 @@ class PctTarget(Target):
         self.ctid = int(ctid)
         self.name = f"{node.node}/{self.ctid}"
         self.calls = 0
+        self.reruns = 0
 
     @property
     def node_key(self) -> str:
@@ -115,9 +137,37 @@ class PctTarget(Target):
         *,
         read_only: bool = False,
     ) -> tuple[int, float]:
+        started = time.monotonic()
+        limit = timeout if timeout is not None else self.node.options.command_timeout
+        code, entered, message = self._attempt(argv, stdin, limit, sinks, read_only)
+        left = limit - (time.monotonic() - started) - _RERUN_PAUSE_S
+        if entered is False and _crashed_at_start(code) and _replayable(stdin) and left > 0:
+            # pct (lxc-attach) died by a signal before the command started: nothing
+            # ran, so it is sent once more (LXC 5.0's lxc-attach aborts at its own
+            # start when sealing its memfd copy fails under load).
+            self.reruns += 1
+            time.sleep(_RERUN_PAUSE_S)
+            code, entered, message = self._attempt(argv, stdin, left, sinks, read_only)
+        if not entered:
+            sinks.err().write(message)
+            self._raise_pct_error(code, message)
+        if code > 128 and self._stopped_meanwhile():
+            raise ContainerStopped(
+                self.name,
+                f"container {self.ctid} stopped while a command ran (exit {code})",
+                f"{start_fix(self.ctid, self.node.node)}, then rerun",
+            )
+        return code, time.monotonic() - started
+
+    def _attempt(
+        self, argv: list[str], stdin: Stdin, timeout: float, sinks: Sinks, read_only: bool
+    ) -> tuple[int, bool | None, bytes]:
+        """One `pct exec`: (exit code, whether the command started (None: cannot be
+        told, past _MAX_SCAN bytes with no marker), what pct said when it did not;
+        none of the node's output is passed on then)."""
         marker = MarkerFilter(sinks.err())
         out = MarkerFilter(sinks.out())
-        code, duration = self.node.exec(
+        code, _ = self.node.exec(
             self.command_line(argv),
             stdin=stdin,
             timeout=timeout,
@@ -125,17 +175,11 @@ class PctTarget(Target):
             stderr=marker,
             read_only=read_only,
         )
-        before = marker.finish()
-        out.finish(pass_on=marker.entered)  # never entered: all of it is the node's
-        if not marker.entered:
-            self._raise_pct_error(code, before)
-        if code > 128 and self._stopped_meanwhile():
-            raise ContainerStopped(
-                self.name,
-                f"container {self.ctid} stopped while a command ran (exit {code})",
-                f"{start_fix(self.ctid, self.node.node)}, then rerun",
-            )
-        return code, duration
+        message = marker.finish(pass_on=False)
+        entered = marker.entered or out.entered
+        out.finish(pass_on=entered)  # never entered: all of it is the node's
+        unsure = not entered and (marker.gave_up or out.gave_up)
+        return code, None if unsure else entered, message
 
     def _stopped_meanwhile(self) -> bool:
         """A command killed by a signal may mean the container went down under it."""
