@@ -391,3 +391,23 @@ def test_unsafe_marks_every_string_and_leaves_everything_else_as_it_was():
     # Empty output is one shared Unsafe (a run registers thousands), still rendered as data.
     assert unsafe("") is unsafe({"x": ""})["x"]
     assert render({"out": marked["stdout"]}, {}, where=WHERE) == {"out": "{{ not_a_template }}"}
+
+
+@pytest.mark.parametrize(
+    "text, wanted",
+    [
+        ("{{ missing.stdout | default('none') }}", "none"),
+        ("{{ missing['a'].b | default('none') }}", "none"),
+        ("{{ missing.stdout is defined }}", False),
+        ("{{ known.a.b | default('none') }}", "none"),
+    ],
+)
+def test_an_attribute_of_an_undefined_value_is_undefined_as_in_ansible(text, wanted):
+    """ansible-core 2.19 renders each of these (measured with ansible-playbook)."""
+    assert render(text, {"known": {"a": 1}}, where="t") == wanted
+
+
+def test_using_an_attribute_of_an_undefined_value_still_names_the_variable():
+    with pytest.raises(TemplateError) as err:
+        render("{{ missing.stdout }}", {}, where="book.yml:3")
+    assert "undefined variable 'missing'" in str(err.value)

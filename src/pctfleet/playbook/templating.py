@@ -93,7 +93,24 @@ def _plain(value: Any) -> Any:
         return {_plain(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    _defined(value)
     return str(value) if isinstance(value, str) else value
+
+
+def _defined(value: Any) -> Any:
+    """`value`, or the error naming what is undefined in it (ChainedUndefined lets an
+    undefined value travel into a list or dict built by the expression; using it there
+    is the error). A lazy mapping (hostvars, vars) is not walked: that would render
+    every variable in it."""
+    if isinstance(value, Undefined):
+        value._fail_with_undefined_error()
+    elif isinstance(value, dict):
+        for item in value.values():
+            _defined(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _defined(item)
+    return value
 
 
 def _regex_replace(
@@ -207,11 +224,25 @@ TESTS = {
 }
 
 
+class ChainedUndefined(StrictUndefined):
+    """Strict, except that an attribute or item of an undefined value is undefined too
+    (not an error yet), as in Ansible: `{{ result.stdout | default('') }}` gives ''
+    when `result` is undefined, and `{{ result.stdout }}` still fails, naming `result`."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, key: Any) -> Any:
+        return self
+
+
 def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
     # Template files render as Ansible's template module does: trim_blocks drops the
     # newline after a block tag, so `{% if %}` lines leave no blank line behind.
     env = jinja2.Environment(
-        undefined=StrictUndefined,
+        undefined=ChainedUndefined,
         keep_trailing_newline=True,
         autoescape=False,
         loader=loader,
@@ -319,10 +350,7 @@ def _run_expression(expr: str, variables: LazyVars, env: jinja2.Environment) -> 
     context = template.new_context(variables, shared=True)
     for _ in template.root_render_func(context):
         pass
-    value = context.vars["result"]
-    if isinstance(value, Undefined):
-        value._fail_with_undefined_error()
-    return value
+    return _defined(context.vars["result"])
 
 
 def _render_string(text: str, variables: LazyVars, env: jinja2.Environment) -> Any:
