@@ -199,8 +199,10 @@ def test_serial_stops_after_a_batch_over_max_fail_percentage(tmp_path):
     runs, targets = run_book(tmp_path, SERIAL, forks=1)
     # batches: [pve1/200], [pve1/201, pve2/200], [pve2/201]
     assert runs["pve1/200"].status == "ok" and runs["pve1/201"].status == "failed"
-    # Same batch, started after the failure: stopped before its first task.
-    assert runs["pve2/200"].status == "untouched" and not runs["pve2/200"].tasks
+    # Same batch, started after the failure (forks 1): as in Ansible, it runs the
+    # task that failed (skipped here) and stops before the next.
+    assert runs["pve2/200"].status == "ok" and names(runs["pve2/200"]) == ["fail"]
+    assert runs["pve2/200"].tasks[0].status == "skipped"
     assert runs["pve2/201"].status == "untouched" and not runs["pve2/201"].tasks
     assert "batch 2: 1/2 failed, over max_fail_percentage 0" in runs["pve2/201"].message
     assert all("second play" not in [t.msg for t in r.tasks] for r in runs.values())
@@ -221,7 +223,9 @@ def test_any_errors_fatal_stops_the_other_containers_before_their_next_task(tmp_
         forks=1,  # pve1/201 starts after pve1/200 failed: deterministic
     )
     assert runs["pve1/200"].status == "failed"
-    assert names(runs["pve1/201"]) == []
+    # Started after the failure (forks 1): as in Ansible, it runs the task that
+    # failed (skipped here) and stops before the next.
+    assert names(runs["pve1/201"]) == ["fail"] and runs["pve1/201"].status == "ok"
     assert "any_errors_fatal: pve1/200 failed task 'fail'" in runs["pve1/201"].message
     assert [runs[k].status for k in ("pve2/200", "pve2/201")] == ["untouched"] * 2
 
@@ -264,3 +268,205 @@ def test_a_stopped_run_reports_the_containers_of_later_plays_untouched(tmp_path)
     )
     assert [runs[k].status for k in ("pve2/200", "pve2/201")] == ["untouched"] * 2
     assert "every container failed" in runs["pve2/200"].message
+
+
+# Container a is slow (a pause the others skip), then fails or ends the play: in
+# Ansible's lock step the others run the same task (skipped) and stop before the next.
+SLOW_A = """
+- hosts: all
+{keys}
+  tasks:
+    - {{name: slow, pause: {{seconds: 1}}, when: "me == 'a'"}}
+    - {last}
+    - {{name: next, debug: {{msg: next}}}}
+"""
+FAILS_A = "{name: breaks, fail: {msg: broken}, when: \"me == 'a'\"}"
+FAILS_A_FATAL = FAILS_A[:-1] + ", any_errors_fatal: true}"
+ENDS_A = "{name: breaks, meta: end_play, when: \"me == 'a'\"}"
+
+
+SKIPPED = [("slow", "skipped"), ("breaks", "skipped")]
+
+
+@pytest.mark.parametrize(
+    "keys, last, why, ran",
+    [
+        ("  any_errors_fatal: true", FAILS_A, "any_errors_fatal: pve1/200 failed", SKIPPED),
+        ("  max_fail_percentage: 20", FAILS_A, "1/4 failed, over max_fail_percentage", SKIPPED),
+        ("", FAILS_A_FATAL, "any_errors_fatal: pve1/200 failed task 'breaks'", SKIPPED),
+        ("", ENDS_A, "meta: end_play in pve1/200", SKIPPED[:1]),  # a meta is no result
+    ],
+)
+def test_in_step_the_others_stop_where_ansibles_hosts_stop(tmp_path, keys, last, why, ran):
+    runs, _ = run_book(tmp_path, SLOW_A.format(keys=keys, last=last))
+    for key in ("pve1/201", "pve2/200", "pve2/201"):
+        tasks = [(t.name, t.status) for t in runs[key].tasks]
+        assert tasks == ran, key
+        assert why in runs[key].message and runs[key].status == "ok"
+
+
+def test_without_such_a_keyword_the_others_run_on(tmp_path):
+    runs, _ = run_book(tmp_path, SLOW_A.format(keys="", last=FAILS_A))
+    assert runs["pve1/200"].status == "failed"
+    for key in ("pve1/201", "pve2/200", "pve2/201"):
+        assert names(runs[key]) == ["slow", "breaks", "next"]
+        assert runs[key].finished_at < runs["pve1/200"].finished_at  # not held back
+
+
+STEP_SHAPES = """
+- hosts: all
+  any_errors_fatal: true
+  tasks:
+    - block:
+        - {name: inner, pause: {seconds: 0.2}}
+      when: "me in ['a', 'c']"
+    - {name: once, command: "true", run_once: true}
+    - {name: all, command: "true", notify: h}
+    - {name: some, command: "true", notify: h0, when: "me == 'b'"}
+  handlers:
+    - {name: h0, debug: {msg: "first handler: notified in b only"}}
+    - {name: h, debug: {msg: handled}}
+"""
+
+
+def test_in_step_a_skipped_block_and_run_once_never_deadlock(tmp_path):
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(run_book(tmp_path, STEP_SHAPES)))
+    worker.start()
+    worker.join(timeout=30)
+    assert done, "the play did not finish"
+    runs, _ = done[0]
+    assert all(r.status == "changed" for r in runs.values())
+    assert names(runs["pve1/200"]) == ["inner", "once", "all", "some", "h"]
+    # once: pve1/200's outcome; h0 runs before h, in the handlers' order
+    assert names(runs["pve1/201"]) == ["inner", "all", "some", "h0", "h"]
+
+
+def two_in_step() -> tuple[PlayFlow, threading.Event]:
+    flow = PlayFlow(["x", "y"], lockstep=True)
+    for key in ("x", "y"):
+        flow.enter(key)
+    return flow, threading.Event()
+
+
+def test_in_step_the_one_furthest_behind_never_waits():
+    flow, stop = two_in_step()
+    ahead = threading.Thread(target=flow.step, args=("x", (0, 1), stop))
+    ahead.start()
+    ahead.join(timeout=0.3)
+    assert ahead.is_alive()  # x waits for y, which has reached nothing yet
+    flow.step("y", (0, 0, 5), stop)  # y is behind x: it goes on at once
+    assert ahead.is_alive()
+    flow.step("y", (0, 1), stop)  # y reaches x: both go on
+    ahead.join(timeout=2)
+    assert not ahead.is_alive()
+
+
+def test_in_step_a_stop_releases_a_waiting_container():
+    flow, stop = two_in_step()
+    waited = threading.Thread(target=flow.step, args=("x", (0, 3), stop))
+    waited.start()
+    stop.set()
+    waited.join(timeout=2)
+    assert not waited.is_alive()
+
+
+END_PLAY_WHEN = """
+- hosts: all
+  tasks:
+    - {{name: end, meta: end_play, when: "me == '{who}'"}}
+    - {{name: after, debug: {{msg: after}}}}
+- hosts: all
+  tasks:
+    - {{name: next play, debug: {{msg: next}}}}
+"""
+
+
+@pytest.mark.parametrize("who, ran", [("a", ["next play"]), ("b", ["after", "next play"])])
+def test_end_plays_when_is_read_for_the_first_container_only(tmp_path, who, ran):
+    """As in Ansible (end_play bypasses the host loop): true for pve1/200, the first
+    container, ends the play everywhere; true only for pve1/201 ends it nowhere."""
+    runs, _ = run_book(tmp_path, END_PLAY_WHEN.format(who=who))
+    assert {key: names(run) for key, run in runs.items()} == dict.fromkeys(runs, ran)
+
+
+RESCUE_ALL = """
+- hosts: all
+  any_errors_fatal: true
+  tasks:
+    - block:
+        - {name: slow, pause: {seconds: 0.5}, when: "me == 'a'"}
+        - {name: breaks, fail: {msg: broken}, when: "me == 'a'"}
+        - {name: second, debug: {msg: second}}
+      rescue:
+        - {name: rescue, debug: {msg: "for {{ ansible_failed_task.name | default('none') }}"}}
+    - {name: after, debug: {msg: after}}
+"""
+
+
+def test_a_fatal_failure_in_a_block_runs_its_rescue_in_every_container(tmp_path):
+    """As ansible-core 2.17 on: any_errors_fatal fails every host of the batch, so a
+    host in a block with a rescue runs it (with no failed task of its own), then
+    goes on; the block's tasks after the failure run nowhere."""
+    runs, _ = run_book(tmp_path, RESCUE_ALL)
+    failing = [(t.name, t.status) for t in runs["pve1/200"].tasks]
+    assert failing == [("slow", "ok"), ("breaks", "failed"), ("rescue", "ok"), ("after", "ok")]
+    assert runs["pve1/200"].tasks[2].msg == "for breaks"
+    assert runs["pve1/200"].stats()["rescued"] == 1
+    for key in ("pve1/201", "pve2/200", "pve2/201"):
+        tasks = [(t.name, t.status, t.msg) for t in runs[key].tasks]
+        assert tasks[:2] == [("slow", "skipped", tasks[0][2]), ("breaks", "skipped", tasks[1][2])]
+        assert tasks[2:] == [("rescue", "ok", "for none"), ("after", "ok", "after")], key
+        assert (runs[key].status, runs[key].stats()["rescued"]) == ("ok", 0)
+
+
+def test_without_a_rescue_the_others_stop_after_the_failing_task(tmp_path):
+    """Measured with ansible-playbook 2.19: every host runs the block's `always`,
+    then stops; the block's tasks after the failing one run nowhere."""
+    book = RESCUE_ALL.replace("      rescue:\n", "      always:\n")
+    runs, _ = run_book(tmp_path, book)
+    assert runs["pve1/200"].status == "failed"
+    for key in ("pve1/201", "pve2/200", "pve2/201"):
+        assert names(runs[key]) == ["slow", "breaks", "rescue"], key  # always runs
+        assert "any_errors_fatal: pve1/200 failed" in runs[key].message
+
+
+def test_a_slow_failure_at_a_blocks_end_still_sends_the_others_to_its_rescue(tmp_path):
+    """The others finish the block first and wait at its end: the failure finds them
+    there, still inside the block."""
+    book = """
+- hosts: all
+  any_errors_fatal: true
+  tasks:
+    - block:
+        - name: breaks, slowly
+          wait_for: {path: /nonexistent/pctfleet-flow, timeout: 1}
+          delegate_to: localhost
+          when: "me == 'a'"
+      rescue:
+        - {name: rescue, debug: {msg: rescued}}
+    - {name: after, debug: {msg: after}}
+"""
+    runs, _ = run_book(tmp_path, book)
+    assert runs["pve1/200"].tasks[0].status == "failed"
+    for key in ("pve1/201", "pve2/200", "pve2/201"):
+        assert names(runs[key]) == ["breaks, slowly", "rescue", "after"], key
+
+
+def test_in_step_a_claim_wakes_when_the_one_before_it_moves_on():
+    """y's run_once claim waits for x (earlier in play order) only while x has not gone
+    past y's point; x stepping on wakes it at once, not at its 1 s fallback."""
+    flow, stop = two_in_step()
+    first = threading.Thread(target=flow.step, args=("x", (0, 0), stop))
+    first.start()
+    flow.step("y", (0, 0), stop)  # both at (0, 0): both go on
+    first.join(timeout=2)
+    got: list = []
+    claim = lambda: got.append(flow.claim("once", "y"))  # noqa: E731
+    waiting = threading.Thread(target=claim, daemon=True)
+    waiting.start()
+    waiting.join(timeout=0.2)
+    assert waiting.is_alive()  # x may still reach the task
+    threading.Thread(target=flow.step, args=("x", (0, 1), stop), daemon=True).start()
+    waiting.join(timeout=0.5)
+    assert got == [None]  # y runs it: x went past without reaching it

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import Future
 from types import SimpleNamespace
 
 import paramiko
@@ -191,3 +192,46 @@ def test_a_bad_node_limit_is_one_line_naming_it(tmp_path, name, text, message):
     with pytest.raises(InventoryError, match=message) as caught:
         load_inventory(tmp_path / name)
     assert "\n" not in str(caught.value)
+
+
+class _NeverRuns:
+    """A pool whose work never starts, as when an interrupt comes right after submit."""
+
+    def __init__(self, max_workers: int) -> None:  # noqa: ARG002
+        pass
+
+    def __enter__(self):  # noqa: ANN204
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def submit(self, fn, *args):  # noqa: ANN001, ANN202, ARG002
+        return Future()
+
+
+class _Interrupted:
+    """A queue of finished work that answers with Ctrl-C."""
+
+    def __class_getitem__(cls, item):  # noqa: ANN001, ANN206
+        return cls
+
+    def put(self, item) -> None:  # noqa: ANN001
+        pass
+
+    def get(self):  # noqa: ANN201
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_tells_which_started_containers_never_ran(monkeypatch):
+    import pctfleet.run.scheduler as scheduler
+
+    monkeypatch.setattr(scheduler, "ThreadPoolExecutor", _NeverRuns)
+    monkeypatch.setattr(scheduler.queue, "SimpleQueue", _Interrupted)
+    started, cancelled = [], []
+    stop = threading.Event()
+    items = [SimpleNamespace(node=SimpleNamespace(name="n1"), ctid=c) for c in (200, 201)]
+    hooks = {"starting": started.append, "cancelled": cancelled.append}
+    with pytest.raises(KeyboardInterrupt):
+        schedule(items, print, None, None, stop, **hooks)
+    assert cancelled == started == items and stop.is_set()

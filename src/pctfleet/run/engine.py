@@ -86,6 +86,12 @@ class TaskFailed(Exception):
         self.task, self.result = task, result
 
 
+class FailedWithBatch(TaskFailed):
+    """Another container of the batch failed under any_errors_fatal: this one fails
+    with it (no task of its own failed). A block's `rescue` takes it; else the play
+    ends here for this container, and its status stays what it was."""
+
+
 class ContainerEngine:
     """Runs one play's tasks against one container."""
 
@@ -131,8 +137,8 @@ class ContainerEngine:
         self.flow.enter(self.run.key)
         self.options.observer.container_started(self.run)
         try:
-            self._run_list(tasks, handler=False)
-            self._flush_handlers(top=True)
+            self._run_list(tasks, handler=False, at=(0,))
+            self._flush_handlers(top=True, at=(1,))
             self.pending_extras.pop(gathered.KEY, None)  # no task read them: no call for them
             if self.pending_extras:
                 self._probe([], first=None)
@@ -143,6 +149,8 @@ class ContainerEngine:
                 self.lock.held = False
             hint = f" ({exc.hint})" if exc.hint else ""
             self.run.status, self.run.message = exc.status, exc.message + hint
+        except FailedWithBatch as exc:
+            self.run.message = f"play ended: {exc}"
         except TaskFailed as exc:
             self.run.status, self.run.message = "failed", str(exc)
             self.failed_task = exc.task
@@ -175,19 +183,28 @@ class ContainerEngine:
         names = {handler.name, *getattr(handler, "listen", [])}
         return any(name in names for name in self.notified)
 
-    def _run_list(self, tasks: list, handler: bool, top: bool = True) -> None:
+    def _run_list(
+        self,
+        tasks: list,
+        handler: bool,
+        top: bool = True,
+        at: tuple[int, ...] = (),
+        numbers: list[int] | None = None,
+        size: int | None = None,
+    ) -> None:
+        """Run `tasks`, the items at `at` + (number,) in the play (PlayFlow.step):
+        numbers are their indices in `tasks` unless given (then `size` is the length
+        of the list they index, whose end is the list's last point)."""
         if top:
             self.ahead = _lookahead(tasks)
-        for task in tasks:
-            if self.stop.is_set():
-                raise Interrupted()
-            if self.flow.ended:
-                raise PlayEnded(f"play ended before task '{task.name}': {self.flow.ended}")
+        for number, task in zip(numbers or range(len(tasks)), tasks, strict=False):
+            here = (*at, number)
+            self._step(here, f" before task '{task.name}'")
             if isinstance(task, Block):
-                self._run_block(task, handler)
+                self._run_block(task, handler, here)
                 continue
             if task.module == "meta":
-                self._meta(task)
+                self._meta(task, here)
                 continue
             remaining = self._remaining(task)
             self.options.observer.task_started(self.run, task.name)
@@ -203,29 +220,71 @@ class ContainerEngine:
             self.run.tasks.append(result)
             self.on_result(self.run, result)
             if result.status == "failed" and not result.ignored:
+                self.flow.task_failed(self.run.key, task, here)
                 raise TaskFailed(f"task '{task.name}' failed: {result.msg}", task, result)
             if task.include is not None and result.status != "skipped":
-                self._run_include(task, remaining[1:], handler)
+                self._run_include(task, remaining[1:], handler, here)
+        if self.flow.lockstep:  # the list's end is a point of the play too
+            self._step((*at, len(tasks) if size is None else size), "")
 
-    def _flush_handlers(self, top: bool = False) -> None:
-        """Run the notified handlers now; a later notification runs them again."""
-        wanted = [h for h in self.handlers if self._is_notified(h)]
+    def _step(self, here: tuple[int, ...], before: str) -> None:
+        """Reach the item at `here` (in step: with the batch), then stop, end or fail
+        here if the run or the batch says so (`before`: the task there, "" at a
+        list's end, where an interrupted run has nothing left to stop)."""
+        self.flow.step(self.run.key, here, self.stop)
+        if before and self.stop.is_set():
+            raise Interrupted()
+        if why := self.flow.stops_before(here):
+            raise PlayEnded(f"play ended{before}: {why}")
+        if why := self.flow.fails_with(self.run.key, here):
+            raise FailedWithBatch(why)
+
+    def _flush_handlers(self, at: tuple[int, ...], top: bool = False) -> None:
+        """Run the notified handlers now; a later notification runs them again. A
+        handler's number is its place among the play's handlers, as every container
+        that runs it runs it at the same point."""
+        numbers = [n for n, h in enumerate(self.handlers) if self._is_notified(h)]
         self.notified = []
         self.facts = None
-        self._run_list(wanted, handler=True, top=top)
+        wanted = [self.handlers[n] for n in numbers]
+        size = len(self.handlers)
+        self._run_list(wanted, handler=True, top=top, at=at, numbers=numbers, size=size)
 
-    def _meta(self, task: Any) -> None:
-        where = f"{task.loc}: task '{task.name}'"
-        if task.when and not condition(task.when, self._scope(task), where=where):
-            return
+    def _meta(self, task: Any, here: tuple[int, ...]) -> None:
         action = task.args["free_form"]
+        if action in ("end_play", "end_batch"):
+            holds, runner = self._meta_once(task)
+        else:
+            holds, runner = self._holds(task), self.run.key
+        if not holds:
+            return
         if action == "flush_handlers":
-            self._flush_handlers()
+            self._flush_handlers(here)
         elif action.startswith("end_"):
-            why = f"meta: {action} in {self.run.key} at {task.loc}"
+            why = f"meta: {action} in {runner} at {task.loc}"
             if action != "end_host":
-                self.flow.end(why, play=action == "end_play")
+                self.flow.end(why, play=action == "end_play", at=here)
             raise PlayEnded(why)
+
+    def _holds(self, task: Any) -> bool:
+        where = f"{task.loc}: task '{task.name}'"
+        return not task.when or condition(task.when, self._scope(task), where=where)
+
+    def _meta_once(self, task: Any) -> tuple[bool, str]:
+        """end_play and end_batch bypass Ansible's host loop: their `when` is read for
+        the first container of the batch that reaches them (as for run_once), and
+        what it says holds for every container. (whether it holds, who read it)"""
+        seen = self.once_seen[task.loc] = self.once_seen.get(task.loc, 0) + 1
+        key = ("meta", task.loc, seen)
+        outcome = self.flow.claim(key, self.run.key)
+        if outcome is not None:
+            return outcome.status == "holds", outcome.runner
+        holds = False
+        try:
+            holds = self._holds(task)
+        finally:  # always: the others wait for it
+            self.flow.publish(key, Outcome(self.run.key, "holds" if holds else "not", ""))
+        return holds, self.run.key
 
     def _once(self, task: Any, remaining: list, handler: bool) -> TaskResult | None:
         """A run_once task: the claiming container runs it and hands its outcome (status,
@@ -255,7 +314,7 @@ class ContainerEngine:
         finally:  # always: the others wait for it
             self.flow.publish(key, outcome)
 
-    def _run_include(self, task: Any, after: list, handler: bool) -> None:
+    def _run_include(self, task: Any, after: list, handler: bool, here: tuple[int, ...]) -> None:
         """include_tasks/include_role reached: load what it names (once per loop item)
         and run it; its tasks' facts are read in one probe with those of the rest."""
         where = f"{task.loc}: task '{task.name}'"
@@ -268,7 +327,7 @@ class ContainerEngine:
                 scope = self._scope(task, item)
                 if not task.when or condition(task.when, scope, where=where):
                     scopes.append((scope, item))
-        for scope, item in scopes:
+        for number, (scope, item) in enumerate(scopes):
             args = render(dict(task.args), scope, where=where)
             nodes, handlers, defaults = expand_include(task, args, item)
             for name, value in defaults.items():  # role defaults: under every other level
@@ -278,29 +337,30 @@ class ContainerEngine:
             nodes = select_tasks(nodes, self.options.tags, self.options.skip_tags)
             self.ahead = [*_lookahead(nodes), *after]
             self.facts = None
-            self._run_list(nodes, handler, top=False)
+            self._run_list(nodes, handler, top=False, at=(*here, number))
 
     def _remaining(self, task: Any) -> list:
         index = next((i for i, t in enumerate(self.ahead) if t is task), None)
         return [task] if index is None else self.ahead[index:]
 
-    def _run_block(self, block: Block, handler: bool) -> None:
+    def _run_block(self, block: Block, handler: bool, here: tuple[int, ...]) -> None:
         """Ansible's block: a failure runs `rescue` (the failure is then rescued);
         `always` runs either way; a failure not rescued goes on after `always`."""
         failure: TaskFailed | None = None
         try:
-            self._run_list(block.block, handler, top=False)
+            self._run_list(block.block, handler, top=False, at=(*here, 0))
         except TaskFailed as exc:
             failure = exc
-            if block.rescue and exc.result is not None:
-                exc.result.rescued = True
-                self._set_runtime(_failed_vars(exc.task, exc.result))
+            if block.rescue and (exc.result is not None or isinstance(exc, FailedWithBatch)):
+                if exc.result is not None:  # failed with the batch: no failed task of its own
+                    exc.result.rescued = True
+                    self._set_runtime(_failed_vars(exc.task, exc.result))
                 try:
-                    self._run_list(block.rescue, handler, top=False)
+                    self._run_list(block.rescue, handler, top=False, at=(*here, 1))
                     failure = None
                 except TaskFailed as again:
                     failure = again
-        self._run_list(block.always, handler, top=False)
+        self._run_list(block.always, handler, top=False, at=(*here, 2))
         if failure is not None:
             raise failure
 

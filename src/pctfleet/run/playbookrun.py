@@ -273,6 +273,19 @@ def _play_containers(request: RunRequest, play: Any) -> list:
     return [c for c in request.containers if c.key in chosen]
 
 
+def in_step(play: Any, tasks: list) -> bool:
+    """Whether the play's containers move in step (PlayFlow): where one container's
+    failure or `meta: end_play`/`end_batch` ends the play for the others."""
+    max_fail = play.max_fail_percentage
+    if play.any_errors_fatal or (max_fail is not None and max_fail < 100):
+        return True
+    for task in leaves([*tasks, *play.handlers]):
+        ends = task.module == "meta" and task.args.get("free_form") in ("end_play", "end_batch")
+        if task.any_errors_fatal or ends:
+            return True
+    return False
+
+
 def _run_play(request, play, containers, targets, runs, journal, on_result) -> str:  # noqa: ANN001
     """Run the play batch by batch (`serial`); why it stopped the run, or ""."""
     tasks = select_tasks(play.tasks, request.options.tags, request.options.skip_tags)
@@ -285,21 +298,24 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
         on_result(run, result)
 
     def one(container: Any) -> None:
-        if request.stop.is_set():
-            return
-        extra = request.options.extra_vars
-        variables = container_vars(request.inventory, container, play, extra, magic)
-        engine = ContainerEngine(
-            targets[container.key],
-            runs[container.key],
-            variables,
-            request.options,
-            report,
-            request.stop,
-            flow,
-            gather_facts=play.gather_facts,
-        )
-        engine.play(tasks, list(play.handlers))
+        try:
+            if request.stop.is_set():
+                return
+            extra = request.options.extra_vars
+            variables = container_vars(request.inventory, container, play, extra, magic)
+            engine = ContainerEngine(
+                targets[container.key],
+                runs[container.key],
+                variables,
+                request.options,
+                report,
+                request.stop,
+                flow,
+                gather_facts=play.gather_facts,
+            )
+            engine.play(tasks, list(play.handlers))
+        finally:
+            flow.leave(container.key)  # whatever happened, nobody waits for it
         runs[container.key].finish_status()  # "changed" in the journal too, not "ok"
         if journal:
             run = runs[container.key]
@@ -308,10 +324,13 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
 
     batches = plan_batches(containers, play.serial) if play.serial else [containers]
     for index, batch in enumerate(batches, start=1):
-        flow = PlayFlow([c.key for c in batch], play.any_errors_fatal, play.max_fail_percentage)
+        keys = [c.key for c in batch]
+        fatal, max_fail = play.any_errors_fatal, play.max_fail_percentage
+        flow = PlayFlow(keys, fatal, max_fail, lockstep=in_step(play, tasks))
         magic = play_magic(request, containers, batch)
         limit = node_limit(targets)
-        schedule(batch, one, request.forks, request.per_node, request.stop, limit)
+        args = (request.forks, request.per_node, request.stop, limit)
+        schedule(batch, one, *args, starting=flow.starting, cancelled=flow.cancelled)
         stopped = batch_stop(index, [runs[c.key] for c in batch], flow)
         if stopped or (flow.end_play and index < len(batches)):
             why = stopped or f"batch {index}: {flow.ended}"

@@ -119,13 +119,18 @@ def schedule(
     stop: threading.Event,
     limit_of: Callable[[Any], int] | None = None,
     key: Callable[[Any], str] = node_of,
+    starting: Callable[[Any], None] | None = None,
+    cancelled: Callable[[Any], None] | None = None,
 ) -> None:
     """`one(container)` for each: nodes side by side, each up to its limit.
 
     The limit of a container's node is `limit_of(container)` (read again before
     each start, so a limit the transport lowered holds from then on), at most
     `per_node`; at most `forks` run in all when it is given. A container whose
-    node is at its limit waits here, not in a worker.
+    node is at its limit waits here, not in a worker. `starting(container)` is
+    called for every container that starts together before any of them runs
+    (PlayFlow: containers in step wait for each other from their first task), and
+    `cancelled(container)` for one started so that never ran (an interrupt).
     """
     node_limit = limit_of or (lambda container: DEFAULT_NODE_LIMIT)
 
@@ -135,23 +140,33 @@ def schedule(
     workers = worker_count(containers, forks, limit, key)
     queues, done = _Queues(containers, key), queue.SimpleQueue[Future]()
     running: dict[Future, str] = {}
+    started: dict[Future, Any] = {}
     with _gil_slices(workers), ThreadPoolExecutor(max_workers=workers) as pool:
         try:
             while queues.ready or running:
-                while len(running) < workers and (container := queues.take(limit)) is not None:
+                taken: list[Any] = []
+                while len(running) + len(taken) < workers:
+                    if (container := queues.take(limit)) is None:
+                        break
+                    taken.append(container)
+                for container in taken if starting else ():
+                    starting(container)
+                for container in taken:
                     future = pool.submit(one, container)
-                    running[future] = key(container)
+                    running[future], started[future] = key(container), container
                     future.add_done_callback(done.put)
                 if not running:
                     break
                 future = done.get()
                 queues.finished(running.pop(future))
+                started.pop(future)
                 future.result()
         except KeyboardInterrupt:
             # Start nothing new; tasks already running finish or time out, then we report.
             stop.set()
             for future in running:
-                future.cancel()
+                if future.cancel() and cancelled:
+                    cancelled(started[future])
             raise
 
 
