@@ -68,3 +68,5 @@ def test_a_file_grown_past_the_limit_streams_whole(stdin_from, tmp_path, monkeyp
     assert not isinstance(got, bytes)
     data = b"".join(iter(lambda: got.read(64 * 1024), b""))
     assert data == b"z" * (exec_cli.SMALL_STDIN + 10)
+    stdin_from(tmp_path / "growing")
+    assert exec_cli.command_stdin(False, 1).read() == data  # read() at once: all of it

@@ -470,3 +470,38 @@ def test_in_step_a_claim_wakes_when_the_one_before_it_moves_on():
     threading.Thread(target=flow.step, args=("x", (0, 1), stop), daemon=True).start()
     waiting.join(timeout=0.5)
     assert got == [None]  # y runs it: x went past without reaching it
+
+
+TWO_BLOCKS = """
+- hosts: all
+  any_errors_fatal: true
+  tasks:
+    - block:
+        - {{name: one, fail: {{msg: one}}, when: "me in {first}"}}
+        - {{name: one next, debug: {{msg: one next}}}}
+      rescue:
+        - {{name: r1, debug: {{msg: r1}}}}
+    - block:
+        - {{name: two, fail: {{msg: two}}, when: "me in {second}"}}
+        - {{name: two next, debug: {{msg: two next}}}}
+      rescue:
+        - {{name: r2, debug: {{msg: r2}}}}
+      always:
+        - {{name: w, debug: {{msg: w}}}}
+    - {{name: after, debug: {{msg: after}}}}
+"""
+
+
+def test_containers_failing_together_each_run_their_own_rescue(tmp_path):
+    runs, _ = run_book(tmp_path, TWO_BLOCKS.format(first="['a', 'b']", second="[]"))
+    for key in ("pve1/200", "pve1/201"):  # both failed 'one' themselves
+        assert names(runs[key])[:2] == ["one", "r1"], key
+        assert runs[key].stats()["rescued"] == 1, key
+    for run in runs.values():
+        assert names(run)[-1] == "after" and "one next" not in names(run)
+
+
+def test_every_fatal_failure_of_a_batch_reaches_the_others(tmp_path):
+    runs, _ = run_book(tmp_path, TWO_BLOCKS.format(first="['a']", second="['b']"))
+    for run in runs.values():
+        assert names(run) == ["one", "r1", "two", "r2", "w", "after"], run.key

@@ -134,3 +134,11 @@ def test_without_a_timeout_the_rerun_gets_what_is_left_of_the_default():
     PctTarget(node, 200).run(["true"])  # type: ignore[arg-type]
     assert [c["timeout"] for c in node.calls][0] == 600.0
     assert 590.0 < node.calls[1]["timeout"] < 600.0
+
+
+def test_with_no_time_limit_at_all_the_rerun_has_none_either():
+    node = ScriptedNode((134, b"", REXEC), entered(0, b"ok\n"))
+    node.options = SimpleNamespace(connect_timeout=5.0, command_timeout=None)
+    result = PctTarget(node, 200).run(["true"])  # type: ignore[arg-type]
+    assert result.stdout == b"ok\n"
+    assert [c["timeout"] for c in node.calls] == [None, None]

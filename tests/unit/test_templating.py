@@ -411,3 +411,9 @@ def test_using_an_attribute_of_an_undefined_value_still_names_the_variable():
     with pytest.raises(TemplateError) as err:
         render("{{ missing.stdout }}", {}, where="book.yml:3")
     assert "undefined variable 'missing'" in str(err.value)
+
+
+def test_a_result_test_on_an_undefined_attribute_names_the_variable():
+    with pytest.raises(TemplateError) as err:
+        render("{{ typo.rc is succeeded }}", {}, where="book.yml:3")
+    assert "undefined variable 'typo'" in str(err.value)

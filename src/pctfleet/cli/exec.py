@@ -97,7 +97,9 @@ class _Rest(io.RawIOBase):
     def read(self, size: int = -1) -> bytes:
         if not self._head:
             return self._stream.read(size)
-        size = len(self._head) if size is None or size < 0 else size
+        if size is None or size < 0:  # all of it
+            head, self._head = self._head, b""
+            return head + self._stream.read()
         piece, self._head = self._head[:size], self._head[size:]
         return piece
 

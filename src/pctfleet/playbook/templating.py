@@ -97,19 +97,22 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, str) else value
 
 
-def _defined(value: Any) -> Any:
+_DEFINED_DEPTH = 8  # an undefined value an expression put deeper is left to its reader
+
+
+def _defined(value: Any, depth: int = 0) -> Any:
     """`value`, or the error naming what is undefined in it (ChainedUndefined lets an
     undefined value travel into a list or dict built by the expression; using it there
     is the error). A lazy mapping (hostvars, vars) is not walked: that would render
     every variable in it."""
     if isinstance(value, Undefined):
         value._fail_with_undefined_error()
-    elif isinstance(value, dict):
+    elif type(value) is dict and depth < _DEFINED_DEPTH:  # built here, not a host list
         for item in value.values():
-            _defined(item)
-    elif isinstance(value, list | tuple):
+            _defined(item, depth + 1)
+    elif type(value) in (list, tuple) and depth < _DEFINED_DEPTH:
         for item in value:
-            _defined(item)
+            _defined(item, depth + 1)
     return value
 
 
@@ -184,6 +187,7 @@ def _result_test(flag: str, default: bool = False):
     """Tests on a registered result: `result is failed`, `result is changed`."""
 
     def test(value: Any) -> bool:
+        _defined(value)  # `typo.rc is succeeded` is the error naming `typo`, not true
         return bool(value.get(flag, default)) if isinstance(value, Mapping) else default
 
     return test

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,7 @@ class ContainerEngine:
         self.flow = flow or PlayFlow([run.key])
         self.once_seen: dict[str, int] = {}  # run_once tasks reached, by location
         self.failed_task: Any = None
+        self.handling = 0  # rescues/always running for this container's own failure
         self.target = target
         self.run = run
         self.vars = variables
@@ -236,7 +237,7 @@ class ContainerEngine:
             raise Interrupted()
         if why := self.flow.stops_before(here):
             raise PlayEnded(f"play ended{before}: {why}")
-        if why := self.flow.fails_with(self.run.key, here):
+        if why := self.flow.fails_with(self.run.key, here, self.handling > 0):
             raise FailedWithBatch(why)
 
     def _flush_handlers(self, at: tuple[int, ...], top: bool = False) -> None:
@@ -252,7 +253,7 @@ class ContainerEngine:
 
     def _meta(self, task: Any, here: tuple[int, ...]) -> None:
         action = task.args["free_form"]
-        if action in ("end_play", "end_batch"):
+        if action in ("end_play", "end_batch") and self.flow.lockstep:
             holds, runner = self._meta_once(task)
         else:
             holds, runner = self._holds(task), self.run.key
@@ -356,13 +357,27 @@ class ContainerEngine:
                     exc.result.rescued = True
                     self._set_runtime(_failed_vars(exc.task, exc.result))
                 try:
-                    self._run_list(block.rescue, handler, top=False, at=(*here, 1))
+                    with self._handling(exc):
+                        self._run_list(block.rescue, handler, top=False, at=(*here, 1))
                     failure = None
                 except TaskFailed as again:
                     failure = again
-        self._run_list(block.always, handler, top=False, at=(*here, 2))
+        with self._handling(failure):
+            self._run_list(block.always, handler, top=False, at=(*here, 2))
         if failure is not None:
             raise failure
+
+    @contextlib.contextmanager
+    def _handling(self, failure: TaskFailed | None) -> Iterator[None]:
+        """While a rescue or always runs for this container's own failure, a failure
+        under any_errors_fatal elsewhere is left to it (as Ansible spares a host in
+        those states)."""
+        own = failure is not None and not isinstance(failure, FailedWithBatch)
+        self.handling += own
+        try:
+            yield
+        finally:
+            self.handling -= own
 
     def _set_runtime(self, values: dict[str, Any]) -> None:
         self.vars.update(values)

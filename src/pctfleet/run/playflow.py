@@ -67,8 +67,8 @@ class PlayFlow:
         self._last: tuple[int, ...] = _PAST_ALL  # in step: the furthest behind's item
         # In step: the first failure under any_errors_fatal (item, container, why), and
         # the containers that have failed with it.
-        self._fatal: tuple[tuple[int, ...], str, str] | None = None
-        self._failed_with: set[str] = set()
+        self._fatal: list[tuple[tuple[int, ...], str, str]] = []
+        self._fatal_seen: dict[str, int] = {}  # how many of them each container has met
         self.failures: list[str] = []
         self.ended = ""  # why every container stops before its next task
         self.ended_at: tuple[int, ...] | None = None  # in step: the item it ended at
@@ -146,30 +146,34 @@ class PlayFlow:
 
     def stops_before(self, position: tuple[int, ...]) -> str:
         """Why a container stops before the item at `position`, or ""."""
-        if self.lockstep and self.ended_at == position:
+        why = self.ended  # read before ended_at, which end() writes first
+        if not why or (self.lockstep and self.ended_at == position):
             return ""
-        return self.ended
+        return why
 
     def task_failed(self, key: str, task: Any, at: tuple[int, ...]) -> None:
         """`key`'s task at `at` failed (whether a rescue takes it or not): under
         any_errors_fatal, in step, every other container fails with it after that item."""
         if self.lockstep and self._is_fatal(task):
             with self._cond:
-                self._fatal = self._fatal or (at, key, f"any_errors_fatal: {key} failed")
+                self._fatal.append((at, key, f"any_errors_fatal: {key} failed"))
 
-    def fails_with(self, key: str, position: tuple[int, ...]) -> str:
+    def fails_with(self, key: str, position: tuple[int, ...], handling: bool) -> str:
         """Why `key` fails now, at `position`, with a failure under any_errors_fatal in
-        another container at an item before it; "" when none (or once it has). As
-        ansible-core (2.17 on) fails every host of the batch: one in a block with a
-        `rescue` runs it, and goes on."""
+        another container at an item before it; "" when none. As ansible-core (2.17
+        on) fails every host of the batch: one in a block with a `rescue` runs it,
+        and goes on; one already in a rescue or always for its own failure
+        (`handling`) is left to it. Each such failure is met once."""
         with self._cond:
-            if self._fatal is None or key in self._failed_with:
-                return ""
-            at, runner, why = self._fatal
-            if runner == key or not position > at:
-                return ""
-            self._failed_with.add(key)
-            return why
+            seen, found = self._fatal_seen.get(key, 0), ""
+            for at, runner, why in self._fatal[seen:]:
+                if not position > at:
+                    break
+                seen += 1  # all met here at once: a rescue is not failed by its twin
+                if runner != key and not handling:
+                    found = found or why
+            self._fatal_seen[key] = seen
+            return found
 
     def _is_fatal(self, task: Any) -> bool:
         fatal = getattr(task, "any_errors_fatal", None)

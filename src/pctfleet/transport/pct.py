@@ -140,8 +140,10 @@ class PctTarget(Target):
         started = time.monotonic()
         limit = timeout if timeout is not None else self.node.options.command_timeout
         code, entered, message = self._attempt(argv, stdin, limit, sinks, read_only)
-        left = limit - (time.monotonic() - started) - _RERUN_PAUSE_S
-        if entered is False and _crashed_at_start(code) and _replayable(stdin) and left > 0:
+        spent = time.monotonic() - started + _RERUN_PAUSE_S
+        left = None if limit is None else limit - spent  # None: no limit at all
+        time_left = left is None or left > 0
+        if entered is False and _crashed_at_start(code) and _replayable(stdin) and time_left:
             # pct (lxc-attach) died by a signal before the command started: nothing
             # ran, so it is sent once more (LXC 5.0's lxc-attach aborts at its own
             # start when sealing its memfd copy fails under load).
@@ -160,7 +162,7 @@ class PctTarget(Target):
         return code, time.monotonic() - started
 
     def _attempt(
-        self, argv: list[str], stdin: Stdin, timeout: float, sinks: Sinks, read_only: bool
+        self, argv: list[str], stdin: Stdin, timeout: float | None, sinks: Sinks, read_only: bool
     ) -> tuple[int, bool | None, bytes]:
         """One `pct exec`: (exit code, whether the command started (None: cannot be
         told, past _MAX_SCAN bytes with no marker), what pct said when it did not;
@@ -175,8 +177,8 @@ class PctTarget(Target):
             stderr=marker,
             read_only=read_only,
         )
-        message = marker.finish(pass_on=False)
         entered = marker.entered or out.entered
+        message = marker.finish(pass_on=entered)  # entered: what stderr said is the command's
         out.finish(pass_on=entered)  # never entered: all of it is the node's
         unsure = not entered and (marker.gave_up or out.gave_up)
         return code, None if unsure else entered, message
