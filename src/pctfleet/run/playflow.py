@@ -65,8 +65,8 @@ class PlayFlow:
         self.lockstep = lockstep
         self._at: dict[str, tuple[int, ...]] = {}  # in step: the item each has reached
         self._last: tuple[int, ...] = _PAST_ALL  # in step: the furthest behind's item
-        # In step: the first failure under any_errors_fatal (item, container, why), and
-        # the containers that have failed with it.
+        # In step: every failure under any_errors_fatal (item, container, why), and how
+        # many of them each container has met.
         self._fatal: list[tuple[tuple[int, ...], str, str]] = []
         self._fatal_seen: dict[str, int] = {}  # how many of them each container has met
         self.failures: list[str] = []

@@ -196,6 +196,12 @@ class Target(abc.ABC):
         )
 
 
+def replayable(stdin: Stdin) -> bool:
+    """Whether stdin can be sent again: bytes (or none) can; a stream may have been
+    partly read by the call before."""
+    return stdin is None or isinstance(stdin, bytes | bytearray)
+
+
 def stdin_chunks(stdin: Stdin) -> Iterator[bytes]:
     """A command's stdin as the pieces to send, read as they are needed."""
     if isinstance(stdin, bytes | bytearray):

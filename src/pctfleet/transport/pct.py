@@ -32,6 +32,7 @@ from pctfleet.transport.base import (
     Stdin,
     SudoPasswordRequired,
     Target,
+    replayable,
 )
 from pctfleet.transport.fixes import asks_password, start_fix, sudoers_fix
 
@@ -96,11 +97,6 @@ def _crashed_at_start(code: int) -> bool:
     return 128 < code < 255
 
 
-def _replayable(stdin: Stdin) -> bool:
-    """A stream may be part read by the call that died; bytes can be sent again."""
-    return stdin is None or isinstance(stdin, bytes | bytearray)
-
-
 class PctTarget(Target):
     """Commands in container `ctid` on `node`, over the node's shared SSH connection."""
 
@@ -143,7 +139,7 @@ class PctTarget(Target):
         spent = time.monotonic() - started + _RERUN_PAUSE_S
         left = None if limit is None else limit - spent  # None: no limit at all
         time_left = left is None or left > 0
-        if entered is False and _crashed_at_start(code) and _replayable(stdin) and time_left:
+        if entered is False and _crashed_at_start(code) and replayable(stdin) and time_left:
             # pct (lxc-attach) died by a signal before the command started: nothing
             # ran, so it is sent once more (LXC 5.0's lxc-attach aborts at its own
             # start when sealing its memfd copy fails under load).

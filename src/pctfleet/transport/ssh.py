@@ -28,7 +28,13 @@ import paramiko
 
 from pctfleet.transport import early, preopen
 from pctfleet.transport.auth import PipelinedTransport
-from pctfleet.transport.base import AuthFailed, NodeUnreachable, Stdin, TransportError
+from pctfleet.transport.base import (
+    AuthFailed,
+    NodeUnreachable,
+    Stdin,
+    TransportError,
+    replayable,
+)
 from pctfleet.transport.channel import pump_channel
 from pctfleet.transport.hostkeys import changed_key_error, enforce, known_hosts_file
 from pctfleet.transport.options import ConnectOptions, ResolvedTarget, connection, resolve
@@ -286,8 +292,7 @@ class NodeConnection:
         `read_only`: the command changes nothing, so it may ride behind the login
         (preopen.claim) and run again if sshd dropped that connection."""
         started = time.monotonic()
-        replayable = stdin is None or isinstance(stdin, bytes | bytearray)  # not a stream
-        if read_only and replayable and opened is None:
+        if read_only and replayable(stdin) and opened is None:
             code = self._exec_early(command, stdin, timeout, stdout, stderr)
             if code is not None:
                 return code, time.monotonic() - started
