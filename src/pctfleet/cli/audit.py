@@ -79,7 +79,7 @@ def audit_command(
     from pctfleet.cuda import audit as drift
     from pctfleet.cuda.gpu_rules import audit_gpu
 
-    inv, containers = where.select(sel, conn)
+    inv, containers = where.select(sel, conn, default_playbook(playbook).parent)
     runs, fleet, nodes = audit_runs(inv, containers, playbook, run, conn, where, forks, out.as_json)
     configs = drift.ct_configs(nodes)
     audits, recorded = drift.judge_fleet(runs, base.baseline_file, base.baseline, configs)

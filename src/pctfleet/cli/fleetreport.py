@@ -19,6 +19,7 @@ from pctfleet.cli.options import (
     Run,
     Selection,
     Where,
+    default_playbook,
     fail,
 )
 from pctfleet.status import exit_code
@@ -79,7 +80,7 @@ def report_command(
     from pctfleet.cuda.gpu_rules import audit_gpu
     from pctfleet.report import gather
 
-    inv, containers = where.select(sel, conn)
+    inv, containers = where.select(sel, conn, default_playbook(playbook).parent)
     more = {gather.PROBE: gather.log_snippet}
     runs, fleet, nodes = audit_runs(inv, containers, playbook, run, conn, where, forks, True, more)
     audits, _ = judge_fleet(runs, base.baseline_file, False, ct_configs(nodes))

@@ -28,11 +28,19 @@ def split_tags(text: str | None) -> set[str] | None:
     return {t.strip() for t in text.split(",") if t.strip()} if text else None
 
 
-def select_containers(inventory: Path | None, host: str | None, ct: str | None, limit: str | None):
-    """The inventory and the containers a command works on: -i INVENTORY or --host/--ct."""
+def select_containers(
+    inventory: Path | None,
+    host: str | None,
+    ct: str | None,
+    limit: str | None,
+    playbook_dir: Path | None = None,
+):
+    """The inventory and the containers a command works on: -i INVENTORY or --host/--ct.
+    A command that runs a playbook gives its folder: group_vars/ and host_vars/ there
+    count too, as in ansible-playbook."""
     from pctfleet.inventory import adhoc_inventory, load_inventory, parse_ctids
     from pctfleet.inventory.discover import DiscoveryError
-    from pctfleet.inventory.load import resolve_discovery
+    from pctfleet.inventory.load import resolve_discovery, var_files
 
     if inventory and host:
         raise fail("give either -i INVENTORY or --host/--ct, not both", exitcodes.BAD_OPTIONS)
@@ -40,9 +48,10 @@ def select_containers(inventory: Path | None, host: str | None, ct: str | None, 
         if not ct:
             raise fail("--host needs --ct (for example --ct 200,201)", exitcodes.BAD_OPTIONS)
         inv = adhoc_inventory(host, parse_ctids(ct))
+        inv.var_files = var_files([playbook_dir] if playbook_dir else [])
     elif inventory:
         try:
-            inv = resolve_discovery(load_inventory(inventory))
+            inv = resolve_discovery(load_inventory(inventory, playbook_dir))
         except DiscoveryError as exc:
             raise fail(str(exc), exitcodes.UNREACHABLE) from None
     else:
@@ -87,9 +96,9 @@ class Selection:
             gather_secrets(self.vault_password_file or [], self.vault_id or [], self.ask_vault_pass)
         )
 
-    def select(self):
+    def select(self, playbook_dir: Path | None = None):
         self.unlock()
-        return select_containers(self.inventory, self.host, self.ct, self.limit)
+        return select_containers(self.inventory, self.host, self.ct, self.limit, playbook_dir)
 
 
 @dataclass
@@ -171,11 +180,13 @@ class Where:
             )
         return self.local or self.connection == "local"
 
-    def select(self, sel: Selection, conn: Connection | None = None):
+    def select(
+        self, sel: Selection, conn: Connection | None = None, playbook_dir: Path | None = None
+    ):
         """`sel.select()`, or this machine alone; an inventory or a container with it is refused.
         With `conn`, the selected containers' nodes are logged in to in the background."""
         if not self.is_local:
-            inv, containers = sel.select()
+            inv, containers = sel.select(playbook_dir)
             if conn is not None:
                 from pctfleet.transport.connections import start_logins
 
@@ -193,10 +204,12 @@ class Where:
                 f"--connection local works on this machine only: drop {', '.join(named)}",
                 exitcodes.BAD_OPTIONS,
             )
+        from pctfleet.inventory.load import var_files
         from pctfleet.inventory.local import local_inventory
 
         sel.unlock()  # vaulted playbook vars still need their password
         inventory = local_inventory()
+        inventory.var_files = var_files([playbook_dir] if playbook_dir else [])
         return inventory, inventory.containers
 
 

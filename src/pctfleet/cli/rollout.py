@@ -249,7 +249,9 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions) -> int:
         raise InputError("rollout needs a PLAYBOOK (or --resume ID)")
     if args.inventory is None:
         raise InputError("rollout needs -i INVENTORY")
-    inventory, containers = select_containers(args.inventory, None, None, args.limit)
+    inventory, containers = select_containers(
+        args.inventory, None, None, args.limit, Path(args.playbook).parent
+    )
     plan = _plan(args, inventory, containers, connect)
     gate = verify_gate(plan, args) if args.gate else None
     journal = Journal(Path(args.journal_dir or "~/.local/state/pctfleet/rollouts"), args.resume)

@@ -103,7 +103,7 @@ def playbook_run(
     if not playbook.is_file():
         raise fail(f"playbook not found: {playbook}", exitcodes.BAD_OPTIONS)
     # Selecting starts the nodes' logins: they go on while the engine loads.
-    inv, containers = where.select(sel, conn)
+    inv, containers = where.select(sel, conn, playbook.parent)
 
     from pctfleet.cli import progress, report
     from pctfleet.cli.runs import keep_spec, meta, write_end

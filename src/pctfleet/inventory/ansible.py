@@ -11,6 +11,7 @@ from pctfleet.errors import InventoryError, brief
 from pctfleet.inventory.checks import (
     CTID_HELP,
     Src,
+    as_int,
     check_address,
     check_ctid,
     check_keys,
@@ -23,9 +24,11 @@ from pctfleet.inventory.checks import (
 )
 from pctfleet.inventory.groups import GroupSpec, by_precedence, resolve_groups, with_groups
 from pctfleet.inventory.model import Container, Group, Inventory, Node
+from pctfleet.inventory.varfiles import merged_files
 from pctfleet.playbook.yamlsrc import YamlMap
 
 ANSIBLE_GROUP_KEYS = ("hosts", "children", "vars")
+PRIORITY = "ansible_group_priority"
 # Host vars that describe the connection; they configure the node and are not
 # passed on as container vars.
 ANSIBLE_CONNECTION_VARS = {
@@ -65,6 +68,8 @@ class _AnsibleReader:
         check_keys(self.src, body, ANSIBLE_GROUP_KEYS, ctx)
         spec = self.groups.setdefault(name, GroupSpec(where=parent.where(key)))
         spec.vars.update(check_vars(self.src, body, "vars", ctx))
+        if PRIORITY in spec.vars:  # not a variable: Ansible orders the group by it
+            spec.priority = self._priority(body, spec.vars.pop(PRIORITY), ctx)
         hosts = mapping(self.src, body, "hosts", ctx)
         for host in hosts:
             self._host(hosts, host, spec)
@@ -74,6 +79,15 @@ class _AnsibleReader:
             if child_name not in spec.children:
                 spec.children.append(child_name)
         return name
+
+    def _priority(self, body: YamlMap, value: Any, ctx: str) -> int:
+        number = as_int(value)
+        if number is None:
+            where = body["vars"]
+            raise self.src.fail(
+                f"{PRIORITY} must be an integer, got {brief(value)}", where, PRIORITY, ctx=ctx
+            )
+        return number
 
     def _host(self, hosts: YamlMap, key: Any, spec: GroupSpec) -> None:
         name = check_name(self.src, key, "host", hosts, key)
@@ -95,7 +109,7 @@ def parse_ansible(doc: YamlMap, src: Src) -> Inventory:
     nodes: dict[str, Node] = {}
     containers, ids = [], []
     for host in reader.hosts.values():
-        effective = _ansible_host_vars(host, all_spec.vars, host_groups, reader.groups)
+        effective = _ansible_host_vars(host, all_spec.vars, host_groups, reader.groups, src)
         if "proxmox_vmid" not in effective:
             continue  # not a container (e.g. the Proxmox node itself)
         containers.append(_ansible_container(src, host, effective, nodes))
@@ -103,9 +117,11 @@ def parse_ansible(doc: YamlMap, src: Src) -> Inventory:
     if not containers:
         raise InventoryError("no host has 'proxmox_vmid': nothing to manage", where=src.name)
     groups = _ansible_groups(host_groups, dict(zip(ids, (c.key for c in containers), strict=True)))
-    return Inventory(
+    inv = Inventory(
         nodes, with_groups(containers, groups), groups, _strip_connection(all_spec.vars), src.name
     )
+    inv.var_files = src.var_files
+    return inv
 
 
 def _ansible_host_vars(
@@ -113,13 +129,18 @@ def _ansible_host_vars(
     all_vars: Mapping[str, Any],
     groups: Mapping[str, Group],
     specs: Mapping[str, GroupSpec],
+    src: Src,
 ) -> dict[str, Any]:
-    """Ansible's precedence: all < groups by depth then name < host."""
+    """Ansible's precedence: all < groups by depth then name < group_vars files <
+    host < host_vars files (connection variables included: they may be set there)."""
     merged = dict(all_vars)
-    for g in by_precedence(groups):
-        if host.name in g.members:
-            merged.update(specs[g.name].vars)
+    member_of = [g.name for g in by_precedence(groups) if host.name in g.members]
+    for name in member_of:
+        merged.update(specs[name].vars)
+    from_groups, from_host = merged_files(src.var_files, member_of, host.name, raw=True)
+    merged.update(from_groups)
     merged.update(host.vars)
+    merged.update(from_host)
     return merged
 
 

@@ -26,8 +26,10 @@ _DIGITS_RE = re.compile(r"\s*[0-9]{1,12}\s*\Z")
 class Src:
     """The file being read, to build `file:line` for values without positions."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, var_files: Sequence[Any] = ()) -> None:
         self.name = name
+        # group_vars/host_vars folders (VarFiles) beside the inventory and the playbook.
+        self.var_files = list(var_files)
 
     def fail(
         self, message: str, obj: Any = None, key: Any = None, *, ctx: str = ""

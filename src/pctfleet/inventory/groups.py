@@ -18,6 +18,7 @@ class GroupSpec:
     children: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
     where: str = ""
+    priority: int = 1  # Ansible's ansible_group_priority: orders groups of one depth
 
 
 def resolve_groups(specs: Mapping[str, GroupSpec]) -> dict[str, Group]:
@@ -40,14 +41,15 @@ def resolve_groups(specs: Mapping[str, GroupSpec]) -> dict[str, Group]:
             tuple(sorted(parents[name])),
             depth[name],
             spec.vars,
+            spec.priority,
         )
         for name, spec in specs.items()
     }
 
 
 def by_precedence(groups: Mapping[str, Group]) -> list[Group]:
-    """Groups in variable precedence order: depth, then name."""
-    return sorted(groups.values(), key=lambda g: (g.depth, g.name))
+    """Groups in variable precedence order: depth, then ansible_group_priority, then name."""
+    return sorted(groups.values(), key=lambda g: (g.depth, g.priority, g.name))
 
 
 def with_groups(containers: Sequence[Container], groups: Mapping[str, Group]) -> list[Container]:

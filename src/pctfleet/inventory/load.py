@@ -9,41 +9,59 @@ from typing import Any
 
 from pctfleet.errors import InventoryError, brief
 from pctfleet.heap import fewer_collections
-from pctfleet.inventory.ansible import ANSIBLE_GROUP_KEYS, parse_ansible
+from pctfleet.inventory.ansible import ANSIBLE_CONNECTION_VARS, ANSIBLE_GROUP_KEYS, parse_ansible
 from pctfleet.inventory.checks import CTID_HELP, Src, check_address, check_ctid, expand_path
 from pctfleet.inventory.discover import DiscoveryError, failures, read_nodes
 from pctfleet.inventory.model import Container, Inventory, Node
 from pctfleet.inventory.native import NATIVE_KEYS, parse_native
+from pctfleet.inventory.varfiles import VarFiles
 from pctfleet.playbook.yamlsrc import YamlMap, load_yaml, load_yaml_text
 
 MAX_CTID_RANGE = 10_000
 
 
-def load_inventory(path: str | Path) -> Inventory:
-    """Read a native or an Ansible YAML inventory (detected from its top keys)."""
+def load_inventory(path: str | Path, playbook_dir: str | Path | None = None) -> Inventory:
+    """Read a native or an Ansible YAML inventory (detected from its top keys), with
+    the group_vars/ and host_vars/ beside it and, given `playbook_dir`, beside the
+    playbook (as ansible-playbook reads them; see inventory.varfiles)."""
+    folders = [Path(path).parent, *([playbook_dir] if playbook_dir is not None else [])]
     with fewer_collections():  # a fleet's nodes and containers are built in one go
         doc = load_yaml(path, what="an inventory mapping")
-        return inventory_from_data(doc, str(path))
+        return inventory_from_data(doc, str(path), folders)
 
 
 def inventory_from_text(text: str, name: str = "<inventory>") -> Inventory:
-    """Same as `load_inventory` for YAML text held in memory."""
+    """Same as `load_inventory` for YAML text held in memory (no vars folders)."""
     doc = load_yaml_text(text, name)
     if doc is None:
         raise InventoryError("inventory is empty", where=name)
     return inventory_from_data(doc, name)
 
 
-def inventory_from_data(doc: Any, name: str) -> Inventory:
+def inventory_from_data(doc: Any, name: str, var_folders: Sequence[str | Path] = ()) -> Inventory:
     src = Src(name)
     if not isinstance(doc, YamlMap):
         raise src.fail(f"an inventory must be a mapping (nodes: ...), got {brief(doc)}", doc)
+    ansible = _looks_like_ansible(doc)
+    src.var_files = var_files(var_folders, ANSIBLE_CONNECTION_VARS if ansible else ())
     try:
-        if _looks_like_ansible(doc):
+        if ansible:
             return parse_ansible(doc, src)
         return parse_native(doc, src)
     except RecursionError:
         raise InventoryError("inventory is nested too deeply", where=name) from None
+
+
+def var_files(folders: Sequence[str | Path], hidden: Any = ()) -> list[VarFiles]:
+    """A VarFiles for each folder that has group_vars/ or host_vars/, each folder once
+    (a playbook beside its inventory: its files are read once, as reading them twice
+    would give the same variables)."""
+    out: dict[str, VarFiles] = {}
+    for folder in folders:
+        files = VarFiles(folder, hidden)
+        if not files.empty:
+            out.setdefault(files.base, files)
+    return list(out.values())
 
 
 def _looks_like_ansible(doc: YamlMap) -> bool:

@@ -66,6 +66,7 @@ class Group:
     parents: tuple[str, ...] = ()
     depth: int = 0
     vars: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    priority: int = 1
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,9 @@ class Inventory:
         self.groups: dict[str, Group] = dict(groups or {})
         self.vars: dict[str, Any] = dict(vars or {})
         self.source = source
+        # group_vars/host_vars folders (inventory.varfiles.VarFiles), in precedence order:
+        # the inventory's, then the playbook's.
+        self.var_files: list[Any] = []
         self._by_key = {c.key: c for c in self.containers}
         # Set while `discover:` nodes are still unread: `resolve_discovery` reads them.
         self.discovery: Discovery | None = None
@@ -128,13 +132,22 @@ class Inventory:
         self, container: Container, extra_vars: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """Variables of one container, later sources winning per top-level key:
-        all < groups (parents first, siblings by name) < node < container < extra.
-        Built-ins (`inventory_hostname`, `node_name`, ...) are set last."""
+        all < groups (parents first, siblings by name) < group_vars files (`all`,
+        then the groups) < node < container < host_vars files < extra, as
+        ansible-core orders them. Built-ins (`inventory_hostname`, `node_name`, ...)
+        are set last."""
         merged: dict[str, Any] = dict(self.vars)
         for name in container.groups:
             merged.update(self.groups[name].vars)
+        from_groups, from_host = ({}, {})
+        if self.var_files:
+            from pctfleet.inventory.varfiles import merged_files
+
+            from_groups, from_host = merged_files(self.var_files, container.groups, container.host)
+        merged.update(from_groups)
         merged.update(container.node.vars)
         merged.update(container.vars)
+        merged.update(from_host)
         merged.update(extra_vars or {})
         merged.update(builtin_vars(container))
         return merged

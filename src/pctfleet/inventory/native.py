@@ -65,6 +65,7 @@ def parse_native(
     pending = bool(rules) and found is None
     groups = {} if pending else resolve_groups(_parse_groups(src, doc, nodes, containers))
     inv = Inventory(nodes, with_groups(containers, groups), groups, all_vars, src.name)
+    inv.var_files = src.var_files
     inv.discovery = Discovery(rules, doc, src) if pending else None
     inv.rules = rules
     return inv
