@@ -413,7 +413,13 @@ def test_using_an_attribute_of_an_undefined_value_still_names_the_variable():
     assert "undefined variable 'missing'" in str(err.value)
 
 
-def test_a_result_test_on_an_undefined_attribute_names_the_variable():
+@pytest.mark.parametrize(
+    "test", ["succeeded", "none", "string", "number", "mapping", "sameas(none)", "truthy"]
+)
+def test_a_test_on_an_undefined_value_names_the_variable(test):
+    """ansible-core 2.19 fails `typo is none` ("'typo' is undefined"); only `defined`
+    and `undefined` answer for an undefined value (measured with ansible-playbook)."""
     with pytest.raises(TemplateError) as err:
-        render("{{ typo.rc is succeeded }}", {}, where="book.yml:3")
+        render(f"{{{{ typo.rc is {test} }}}}", {}, where="book.yml:3")
     assert "undefined variable 'typo'" in str(err.value)
+    assert render("{{ typo.rc is undefined }}", {}, where="t") is True

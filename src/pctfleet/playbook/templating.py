@@ -29,7 +29,7 @@ import yaml
 from jinja2 import StrictUndefined, Undefined, meta, nodes
 
 from pctfleet.errors import TemplateError
-from pctfleet.playbook import rendermemo
+from pctfleet.playbook import ansible_tests, rendermemo
 from pctfleet.playbook.secrets import REDACTED, Secret
 from pctfleet.playbook.secrets import is_template as _is_template
 
@@ -225,7 +225,9 @@ TESTS = {
     "success": lambda v: not _result_test("failed")(v),
     "changed": _result_test("changed"),
     "skipped": _result_test("skipped"),
+    **ansible_tests.TESTS,
 }
+TESTS |= {alias: TESTS[name] for alias, name in ansible_tests.ALIASES.items()}
 
 
 class ChainedUndefined(StrictUndefined):
@@ -254,7 +256,23 @@ def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
+    for name, test in env.tests.items():
+        if name not in _UNDEFINED_TESTS and not hasattr(test, "jinja_pass_arg"):
+            env.tests[name] = _on_defined(test)
     return env
+
+
+# The tests that answer for an undefined value; every other one fails on it, naming
+# the variable, as in ansible-core 2.19 (`typo is none` is an error there, not false).
+_UNDEFINED_TESTS = frozenset({"defined", "undefined"})
+
+
+def _on_defined(test: Any) -> Any:
+    @functools.wraps(test)
+    def checked(value: Any, *args: Any, **kwargs: Any) -> Any:
+        return test(_defined(value), *args, **kwargs)
+
+    return checked
 
 
 _ENV = _make_env()

@@ -1,0 +1,81 @@
+"""What the side-by-side tests share: running ansible-playbook (proxmox_pct_remote, the
+lab's copy) and pctfleet on the same playbook, reading their task statuses the same
+way, looking into a lab container, and keeping Ansible's outcome by its inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from pctfleet.lab import Lab
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from bench import ansible_env  # noqa: E402
+
+# Ansible's side is slow (five pct calls a task) and a pure function of its inputs:
+# its outcomes are kept here, keyed by everything they depend on.
+CACHE = Path("/var/cache/pctfleet/differential")
+
+
+def in_container(lab: Lab, node: str, ctid: int, script: str) -> str:
+    """`sh -c script` in node/ctid through the node's pct; its stdout."""
+    # ssh joins its arguments into one line for the node's shell: quote the script.
+    remote = shlex.join(["pct", "exec", str(ctid), "--", "sh", "-c", script])
+    done = subprocess.run(
+        [*lab.ssh_args(node), remote], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"{node}/{ctid}: {done.stderr}"
+    return done.stdout
+
+
+def ansible_status(result: dict) -> str:
+    if result.get("skipped"):
+        return "skipped"
+    if result.get("failed"):
+        return "failed"
+    return "changed" if result.get("changed") else "ok"
+
+
+def run_ansible(lab: Lab, work: Path, inventory: Path, book: Path, *more: str) -> dict:
+    """ansible-playbook's exit code and each host's [task name, status] list."""
+    env = ansible_env.environment(work, lab.info.known_hosts)
+    env |= {"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_GATHERING": "explicit"}
+    argv = [str(ansible_env.VENV / "bin/ansible-playbook"), "-i", str(inventory), str(book)]
+    done = subprocess.run([*argv, *more], capture_output=True, text=True, env=env, timeout=600)
+    assert done.stdout.strip(), f"ansible-playbook said nothing: {done.stderr[-2000:]}"
+    tasks: dict[str, list] = {}
+    for play in json.loads(done.stdout)["plays"]:
+        for task in play["tasks"]:
+            for host, result in task["hosts"].items():
+                tasks.setdefault(host, []).append([task["task"]["name"], ansible_status(result)])
+    return {"exit": done.returncode, "tasks": tasks}
+
+
+def run_pctfleet(lab: Lab, work: Path, inventory: Path, book: Path, *more: str) -> dict:
+    """`pctfleet run`'s exit code and each container's [task name, status] list."""
+    argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--json", "-i", str(inventory)]
+    argv += ["--known-hosts", str(lab.info.known_hosts), "--journal-dir", str(work / "runs")]
+    done = subprocess.run([*argv, *more], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip(), done.stderr
+    runs = json.loads(done.stdout)["containers"]
+    tasks = {c["name"]: [[t["name"], t["status"]] for t in c["tasks"]] for c in runs}
+    return {"exit": done.returncode, "tasks": tasks}
+
+
+def cache_path(kind: str, inputs: list) -> Path:
+    """Where Ansible's outcome for `inputs` (with Ansible's versions) is kept."""
+    found = ansible_env.versions()
+    keyed = [*inputs, found["ansible-core"], found["community.proxmox"]]
+    digest = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:24]
+    return CACHE / f"{kind}-{digest}.json"
+
+
+def keep(path: Path, outcome: dict) -> None:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_text(json.dumps(outcome))
+    path.with_suffix(".tmp").replace(path)
