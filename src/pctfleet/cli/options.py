@@ -63,7 +63,10 @@ def select_containers(
 class Selection:
     panel: ClassVar[str] = SEL
 
-    inventory: Path | None = opt("-i --inventory", "Inventory YAML (pctfleet or Ansible format).")
+    inventory: Path | None = opt(
+        "-i --inventory",
+        "Inventory: a pctfleet or Ansible YAML file, an Ansible INI file, or a folder of them.",
+    )
     host: str | None = opt(
         "--host", "Ad hoc: a Proxmox node address (use with --ct).", autocompletion=complete_host
     )

@@ -98,10 +98,13 @@ class _AnsibleReader:
             spec.members.append(name)
 
 
-def parse_ansible(doc: YamlMap, src: Src) -> Inventory:
+def parse_ansible(doc: YamlMap | list[YamlMap], src: Src) -> Inventory:
+    """One Ansible inventory from one document, or from several (a folder's files:
+    groups and hosts met again are merged, later variables winning)."""
     reader = _AnsibleReader(src)
-    for key in doc:
-        reader.group(doc, key)
+    for part in doc if isinstance(doc, list) else [doc]:
+        for key in part:
+            reader.group(part, key)
     all_spec = reader.groups.pop("all", GroupSpec())
     for spec in reader.groups.values():
         spec.children = [c for c in spec.children if c != "all"]

@@ -3,31 +3,95 @@ keys), YAML text or data, or the `--host`/`--ct` command-line options."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pctfleet.errors import InventoryError, brief
+from pctfleet.errors import InputError, InventoryError, brief
 from pctfleet.heap import fewer_collections
 from pctfleet.inventory.ansible import ANSIBLE_CONNECTION_VARS, ANSIBLE_GROUP_KEYS, parse_ansible
 from pctfleet.inventory.checks import CTID_HELP, Src, check_address, check_ctid, expand_path
 from pctfleet.inventory.discover import DiscoveryError, failures, read_nodes
+from pctfleet.inventory.ini import ini_document, looks_like_ini
 from pctfleet.inventory.model import Container, Inventory, Node
 from pctfleet.inventory.native import NATIVE_KEYS, parse_native
 from pctfleet.inventory.varfiles import VarFiles
-from pctfleet.playbook.yamlsrc import YamlMap, load_yaml, load_yaml_text
+from pctfleet.playbook import vault
+from pctfleet.playbook.yamlsrc import YamlMap, load_yaml_text, read_text
 
 MAX_CTID_RANGE = 10_000
+YAML_SUFFIXES = (".yml", ".yaml", ".json")
+# ansible-core's defaults: INVENTORY_IGNORE_EXTS and the names it always skips.
+_SKIPPED_ENDINGS = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst")
+_SKIPPED_ENDINGS += (".orig", ".cfg", ".retry")
+_SKIPPED_NAMES = ("host_vars", "group_vars", "vars_plugins")
 
 
 def load_inventory(path: str | Path, playbook_dir: str | Path | None = None) -> Inventory:
-    """Read a native or an Ansible YAML inventory (detected from its top keys), with
-    the group_vars/ and host_vars/ beside it and, given `playbook_dir`, beside the
-    playbook (as ansible-playbook reads them; see inventory.varfiles)."""
-    folders = [Path(path).parent, *([playbook_dir] if playbook_dir is not None else [])]
+    """Read a native or an Ansible inventory: a YAML file (the format detected from its
+    top keys), an Ansible INI file, or a folder of Ansible inventory files. The
+    group_vars/ and host_vars/ beside it (in a folder inventory: in it) count and,
+    given `playbook_dir`, those beside the playbook (see inventory.varfiles)."""
+    path = Path(path)
+    base = path if path.is_dir() else path.parent
+    folders = [base, *([playbook_dir] if playbook_dir is not None else [])]
     with fewer_collections():  # a fleet's nodes and containers are built in one go
-        doc = load_yaml(path, what="an inventory mapping")
-        return inventory_from_data(doc, str(path), folders)
+        if path.is_dir():
+            return _folder_inventory(path, folders)
+        return inventory_from_data(read_inventory_file(path), str(path), folders)
+
+
+def read_inventory_file(path: Path) -> Any:
+    """One inventory file's document: YAML (the native or Ansible format), else
+    Ansible's INI (a file that is no YAML mapping and reads as INI, or is named .ini)."""
+    text, name = read_text(path), str(path)
+    yaml_first = path.suffix.lower() in YAML_SUFFIXES or vault.is_vaulted(text)
+    ini = path.suffix.lower() == ".ini" or looks_like_ini(text)
+    if not yaml_first and ini and not _yaml_mapping(text, name):
+        return ini_document(text, name)
+    doc = load_yaml_text(text, name)
+    if doc is None:
+        raise InventoryError("file is empty (expected an inventory mapping)", where=name)
+    return doc
+
+
+def _yaml_mapping(text: str, name: str) -> bool:
+    try:
+        return isinstance(load_yaml_text(text, name), YamlMap)
+    except InputError:
+        return False
+
+
+def _folder_inventory(folder: Path, var_folders: Sequence[Path | str]) -> Inventory:
+    """Every inventory file in `folder` (as Ansible lists them), read as one Ansible
+    inventory; a file holding a native inventory is refused."""
+    docs = []
+    for path in folder_files(folder):
+        doc = read_inventory_file(path)
+        if not isinstance(doc, YamlMap) or not _looks_like_ansible(doc):
+            raise InventoryError(
+                "a folder inventory holds Ansible inventories (YAML or INI) only",
+                where=str(path),
+            )
+        docs.append(doc)
+    if not docs:
+        raise InventoryError("no inventory file in this folder", where=str(folder))
+    src = Src(str(folder))
+    src.var_files = var_files(var_folders, ANSIBLE_CONNECTION_VARS)
+    return parse_ansible(docs, src)
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """The files ansible-core reads from an inventory folder: sorted, subfolders too,
+    without hidden names, group_vars/host_vars and the extensions it ignores."""
+    found: list[Path] = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(".") or name in _SKIPPED_NAMES or name.endswith(_SKIPPED_ENDINGS):
+            continue
+        path = folder / name
+        found.extend(folder_files(path) if path.is_dir() else [path])
+    return found
 
 
 def inventory_from_text(text: str, name: str = "<inventory>") -> Inventory:

@@ -1,0 +1,192 @@
+"""Ansible's INI inventories, read as ansible-core's `ini` plugin reads them and handed
+on as the YAML inventory that says the same (with each line's number kept).
+
+    h0 proxmox_vmid=199          # before any section: ungrouped
+    [gpu]
+    gpu-a proxmox_vmid=200 ansible_host=10.1.2.6
+    gpu-b:2222 proxmox_vmid=201  # a port: ansible_port
+    [gpu:vars]
+    ansible_user=root
+    [fleet:children]
+    gpu
+
+A value is a Python literal where it reads as one (`200` an int, `True` a bool,
+`[1, 2]` a list; `'200'` stays text only inside double quotes, as shlex takes the
+outer quotes off a host line), else text; in ansible-core 2.19 that holds for
+`:vars` lines too. A group named in `:children` or `:vars` must be declared by a
+section of its own somewhere in the file.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import warnings
+from typing import Any
+
+from pctfleet.errors import InventoryError
+from pctfleet.playbook.yamlsrc import YamlMap
+
+_SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
+_GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
+_RANGE = re.compile(r"\[[^\]]*:[^\]]*\]")
+_COMMENT = (";", "#")
+
+
+def looks_like_ini(text: str) -> bool:
+    """A `[section]` line, or a first entry that is a host with key=value pairs."""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(_COMMENT) or line == "---":
+            continue
+        if _SECTION.match(line) or (line.startswith("[") and line.endswith("]")):
+            return True
+        first, _, rest = line.partition(" ")
+        return "=" in rest and ":" not in first.rstrip(":")
+    return False
+
+
+def ini_document(text: str, name: str) -> YamlMap:
+    """The inventory in `text` as the Ansible YAML document parse_ansible reads."""
+    return _Reader(name).read(text)
+
+
+class _Reader:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.line = 0
+        self.doc = self._map(0)
+        self.declared: set[str] = set()
+        self.pending: dict[str, tuple[int, str, str]] = {}  # group -> (line, state, parent)
+
+    def fail(self, message: str, line: int | None = None) -> InventoryError:
+        return InventoryError(message, where=f"{self.name}:{self.line if line is None else line}")
+
+    def _map(self, line: int) -> YamlMap:
+        made = YamlMap()
+        made.file, made.line = self.name, line
+        return made
+
+    def group(self, name: str) -> YamlMap:
+        if name not in self.doc:
+            self.doc[name] = self._map(self.line)
+            self.doc.key_lines[name] = self.line
+        return self.doc[name]
+
+    def part(self, group: str, key: str) -> YamlMap:
+        body = self.group(group)
+        if key not in body:
+            body[key] = self._map(self.line)
+            body.key_lines[key] = self.line
+        return body[key]
+
+    def put(self, into: YamlMap, key: str, value: Any) -> None:
+        into[key] = value
+        into.key_lines[key] = self.line
+
+    def read(self, text: str) -> YamlMap:
+        group, state = "all", "hosts"
+        for self.line, raw in enumerate(text.splitlines(), start=1):
+            line = raw.strip()
+            if not line or line.startswith(_COMMENT):
+                continue
+            if section := _SECTION.match(line):
+                group, state = self._section(section.group(1), section.group(2) or "hosts")
+            elif line.startswith("[") and line.endswith("]"):
+                raise self.fail(f"invalid section {line!r} (no spaces in a section name)")
+            elif state == "hosts":
+                self._hosts(group, line)
+            elif state == "vars":
+                key, sep, value = line.partition("=")
+                if not sep:
+                    raise self.fail(f"expected key=value, got {line!r}")
+                self.put(self.part(group, "vars"), key.strip(), _value(value.strip()))
+            else:
+                self._child(group, line)
+        for name, (line, state, parent) in self.pending.items():
+            if state == "vars":
+                raise self.fail(f"section [{name}:vars] is for a group declared nowhere", line)
+            raise self.fail(
+                f"section [{parent}:children] names a group declared nowhere: {name!r}", line
+            )
+        return self.doc
+
+    def _section(self, name: str, state: str) -> tuple[str, str]:
+        if state not in ("hosts", "children", "vars"):
+            raise self.fail(f"section [{name}:{state}] has an unknown type: {state!r}")
+        if state == "vars" and name not in self.declared and name not in ("all", "ungrouped"):
+            self.pending.setdefault(name, (self.line, state, ""))
+        else:
+            self.declared.add(name)
+            self.pending.pop(name, None)
+        self.group(name)
+        return name, state
+
+    def _hosts(self, group: str, line: str) -> None:
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise self.fail(f"cannot read the host line {line!r}: {exc}") from None
+        host, port = self._host_and_port(tokens[0])
+        values: dict[str, Any] = {}
+        for token in tokens[1:]:
+            key, sep, value = token.partition("=")
+            if not sep:
+                raise self.fail(f"expected key=value after the host name, got {token!r}")
+            values[key] = _value(value)
+        if port is not None:
+            values["ansible_port"] = port
+        hosts = self.part(group, "hosts")
+        entry = hosts.get(host)
+        if entry is None:
+            entry = self._map(self.line)
+            self.put(hosts, host, entry)
+        for key, value in values.items():
+            self.put(entry, key, value)
+
+    def _host_and_port(self, token: str) -> tuple[str, int | None]:
+        if _RANGE.search(token):
+            raise self.fail(f"host ranges such as {token!r} are not supported: list the hosts")
+        name, port = token, None
+        if token.startswith("["):  # [IPv6 address]:port
+            closing = token.find("]")
+            name, rest = token[1:closing], token[closing + 1 :]
+            port = rest[1:] if rest.startswith(":") else None
+        elif token.count(":") == 1:
+            name, port = token.split(":")
+        if port is not None and not port.isdigit():
+            raise self.fail(f"{token!r}: the port after ':' must be a number")
+        return name, int(port) if port is not None else None
+
+    def _child(self, group: str, line: str) -> None:
+        named = _GROUP_NAME.match(line)
+        if not named:
+            raise self.fail(f"expected a group name, got {line!r}")
+        child = named.group(1)
+        if child not in self.declared:
+            self.pending.setdefault(child, (self.line, "children", group))
+        self.put(self.part(group, "children"), child, None)
+
+
+def _value(text: str) -> Any:
+    """ansible-core's reading of an INI value: a Python literal, else the text."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return text
+    return _coerce(value)
+
+
+def _coerce(value: Any) -> Any:
+    if isinstance(value, list | tuple | set):
+        return [_coerce(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _coerce(v) for k, v in value.items()}
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="surrogateescape")
+    if value is ... or isinstance(value, complex):
+        return str(value) if value is not ... else "..."
+    return value
