@@ -65,13 +65,20 @@ all:
         gpu-a: {proxmox_vmid: 200}
         gpu-b: {proxmox_vmid: 201}
 """,
-    "02-more.ini": "[gpu:vars]\ntier=ini\n\n[canary]\ngpu-a note='first'\n\n[gpu]\ngpu-b extra=2\n",
-    "sub/03.yaml": "all:\n  children:\n    deep:\n      hosts:\n        gpu-b: {deep: true}\n",
+    "02-more.ini": "[gpu:vars]\ntier=ini\n\n[canary]\ngpu-a note='first'\n\n[gpu]\ngpu-b extra=2\n"
+    "\n[racks]\nrack-[08:10:2] ansible_host=127.0.0.9 rack=true\n",
+    "sub/03.yaml": "all:\n  children:\n    deep:\n      hosts:\n        gpu-b: {deep: true}\n"
+    "        db-[a:b]: {ansible_host: 127.0.0.9}\n",
     "README.md": "not an inventory\n",
     "notes.txt": "nor this\n",
     ".hidden": "[nor]\nthis\n",
     "group_vars/all.yml": "tier_file: all\n",
     "host_vars/gpu-a.yml": "from_host_vars: a\n",
+    "host_vars/rack-08.yml": "proxmox_vmid: 208\n",
+    "host_vars/rack-09.yml": "proxmox_vmid: 209\n",  # no such host: the step is 2
+    "host_vars/rack-10.yml": "proxmox_vmid: 210\n",
+    "host_vars/db-a.yml": "proxmox_vmid: 220\n",
+    "host_vars/db-b": "proxmox_vmid: 221\n",
 }
 IGNORED = set(ANSIBLE_CONNECTION_VARS)
 

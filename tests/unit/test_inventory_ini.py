@@ -14,6 +14,8 @@ import pytest
 from pctfleet import exitcodes
 from pctfleet.errors import InputError
 from pctfleet.inventory import load_inventory
+from pctfleet.inventory.hostrange import expand_hosts
+from pctfleet.playbook import vault
 
 HOST = "gpu-a proxmox_vmid=200 ansible_host=127.0.0.9"
 
@@ -49,7 +51,7 @@ def test_a_host_port_is_the_nodes_port(tmp_path):
         ("[gpu:hostz]\n", "hosts:1: section [gpu:hostz] has an unknown type: 'hostz'"),
         ("[gpu one]\n", "hosts:1: invalid section '[gpu one]'"),
         (f"[gpu]\n{HOST} oops\n", "hosts:2: expected key=value after the host name, got 'oops'"),
-        ("[gpu]\ngpu-[1:3] proxmox_vmid=200\n", "hosts:2: host ranges such as 'gpu-[1:3]'"),
+        ("[gpu]\ngpu-[1:x] proxmox_vmid=200\n", "hosts:2: host range 'gpu-[1:x]' is not numbers"),
         ("[gpu]\ngpu-a:ssh x=1\n", "hosts:2: 'gpu-a:ssh': the port after ':' must be a number"),
         ("[gpu:vars]\n[gpu]\nh x=1\n[gpu:vars]\nnovalue\n", "hosts:5: expected key=value"),
         (f'[gpu]\n{HOST} x="open\n', "hosts:2: cannot read the host line"),
@@ -103,3 +105,64 @@ def test_the_cli_reads_an_ini_inventory_and_refuses_a_bad_one_in_one_line(tmp_pa
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == exitcodes.PARSE_ERROR
     assert done.stderr == f"error: {tmp_path}/hosts:4: expected key=value, got 'broken'\n"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "hosts"),
+    [
+        ("gpu-[01:03]", ["gpu-01", "gpu-02", "gpu-03"]),
+        ("gpu-[8:12:2]", ["gpu-8", "gpu-10", "gpu-12"]),
+        ("n[a:c]", ["na", "nb", "nc"]),
+        ("r[1:2]-[a:b]", ["r1-a", "r1-b", "r2-a", "r2-b"]),
+        ("[:1]x", ["0x", "1x"]),
+    ],
+)
+def test_host_ranges_expand_as_in_ansible(pattern, hosts):
+    assert expand_hosts(pattern, "t") == hosts
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("gpu-[1]", "must be [begin:end] or [begin:end:step]"),
+        ("gpu-[1:]", "must give its end"),
+        ("gpu-[01:100]", "same width"),
+        ("gpu-[c:a]", "begin <= end"),
+        ("gpu-[1:x]", "is not numbers or letters"),
+    ],
+)
+def test_a_bad_host_range_is_refused(pattern, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        expand_hosts(pattern, "t")
+
+
+def test_a_range_in_either_format_names_each_host(tmp_path):
+    ini = "[gpu]\ngpu-[1:2] ansible_host=127.0.0.9\n"
+    yml = "all:\n  hosts:\n    'gpu-[1:2]': {ansible_host: 127.0.0.9}\n"
+    for name, text in (("hosts.ini", ini), ("hosts.yml", yml)):
+        (tmp_path / "host_vars").mkdir(exist_ok=True)
+        for n in (1, 2):
+            (tmp_path / "host_vars" / f"gpu-{n}.yml").write_text(f"proxmox_vmid: {200 + n}\n")
+        inv = _load(tmp_path, text, name)
+        assert [(c.host, c.ctid) for c in inv.containers] == [("gpu-1", 201), ("gpu-2", 202)]
+
+
+def test_two_hosts_on_one_container_are_refused(tmp_path):
+    with pytest.raises(InputError, match="host 'gpu-b': container 127.0.0.9/200 is host 'gpu-a'"):
+        _load(tmp_path, "[gpu]\ngpu-[a:b] proxmox_vmid=200 ansible_host=127.0.0.9\n")
+
+
+def test_a_vault_encrypted_ini_file_is_refused_by_name(tmp_path):
+    ansible_vault = Path("/var/cache/pctfleet/bench-ansible-venv/bin/ansible-vault")
+    if not ansible_vault.exists():
+        pytest.skip("needs ansible-vault (installed by the differential tests)")
+    (tmp_path / "pass").write_text("hunter2\n")
+    (tmp_path / "hosts").write_text(f"[gpu]\n{HOST}\n")
+    argv = [str(ansible_vault), "encrypt", "--vault-password-file", str(tmp_path / "pass")]
+    subprocess.run([*argv, str(tmp_path / "hosts")], check=True, capture_output=True)
+    vault.set_vault_secrets([vault.VaultSecret("default", b"hunter2")])
+    try:
+        with pytest.raises(InputError, match="hosts: a vault-encrypted INI inventory is not"):
+            load_inventory(tmp_path / "hosts")
+    finally:
+        vault.set_vault_secrets([])

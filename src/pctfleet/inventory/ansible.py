@@ -23,6 +23,7 @@ from pctfleet.inventory.checks import (
     valid_sessions,
 )
 from pctfleet.inventory.groups import GroupSpec, by_precedence, resolve_groups, with_groups
+from pctfleet.inventory.hostrange import expand_hosts
 from pctfleet.inventory.model import Container, Group, Inventory, Node
 from pctfleet.inventory.varfiles import merged_files
 from pctfleet.playbook.yamlsrc import YamlMap
@@ -90,12 +91,15 @@ class _AnsibleReader:
         return number
 
     def _host(self, hosts: YamlMap, key: Any, spec: GroupSpec) -> None:
-        name = check_name(self.src, key, "host", hosts, key)
-        host_vars = check_vars(self.src, hosts, key, f"host {name!r}")
-        host = self.hosts.setdefault(name, _AnsibleHost(name, {}, hosts.where(key)))
-        host.vars.update(host_vars)
-        if name not in spec.members:
-            spec.members.append(name)
+        pattern = key if isinstance(key, str) and "[" in key else None
+        names = expand_hosts(pattern, hosts.where(key)) if pattern else [key]
+        host_vars = check_vars(self.src, hosts, key, f"host {key!r}")
+        for each in names:
+            name = check_name(self.src, each, "host", hosts, key)
+            host = self.hosts.setdefault(name, _AnsibleHost(name, {}, hosts.where(key)))
+            host.vars.update(host_vars)
+            if name not in spec.members:
+                spec.members.append(name)
 
 
 def parse_ansible(doc: YamlMap | list[YamlMap], src: Src) -> Inventory:
@@ -110,12 +114,19 @@ def parse_ansible(doc: YamlMap | list[YamlMap], src: Src) -> Inventory:
         spec.children = [c for c in spec.children if c != "all"]
     host_groups = resolve_groups(reader.groups)
     nodes: dict[str, Node] = {}
-    containers, ids = [], []
+    containers, ids, owner = [], [], {}
     for host in reader.hosts.values():
         effective = _ansible_host_vars(host, all_spec.vars, host_groups, reader.groups, src)
         if "proxmox_vmid" not in effective:
             continue  # not a container (e.g. the Proxmox node itself)
-        containers.append(_ansible_container(src, host, effective, nodes))
+        container = _ansible_container(src, host, effective, nodes)
+        # Two hosts on one container would run every task on it twice, at once.
+        if (other := owner.setdefault(container.key, host.name)) != host.name:
+            raise InventoryError(
+                f"host {host.name!r}: container {container.key} is host {other!r} already",
+                where=host.where,
+            )
+        containers.append(container)
         ids.append(host.name)
     if not containers:
         raise InventoryError("no host has 'proxmox_vmid': nothing to manage", where=src.name)

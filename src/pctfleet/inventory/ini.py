@@ -146,9 +146,9 @@ class _Reader:
             self.put(entry, key, value)
 
     def _host_and_port(self, token: str) -> tuple[str, int | None]:
-        if _RANGE.search(token):
-            raise self.fail(f"host ranges such as {token!r} are not supported: list the hosts")
         name, port = token, None
+        if _RANGE.search(token):  # a range (expanded by the YAML reader), never a port
+            return token, None
         if token.startswith("["):  # [IPv6 address]:port
             closing = token.find("]")
             name, rest = token[1:closing], token[closing + 1 :]

@@ -46,6 +46,8 @@ def read_inventory_file(path: Path) -> Any:
     """One inventory file's document: YAML (the native or Ansible format), else
     Ansible's INI (a file that is no YAML mapping and reads as INI, or is named .ini)."""
     text, name = read_text(path), str(path)
+    if vault.is_vaulted(text) and looks_like_ini(vault.decrypt(text, name)):
+        raise InventoryError("a vault-encrypted INI inventory is not supported", where=name)
     yaml_first = path.suffix.lower() in YAML_SUFFIXES or vault.is_vaulted(text)
     ini = path.suffix.lower() == ".ini" or looks_like_ini(text)
     if not yaml_first and ini and not _yaml_mapping(text, name):
