@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import differ
 import pytest
 import yaml
 
@@ -63,12 +63,7 @@ def _inventory(lab: Lab, at: tuple[str, int], host: str) -> str:
 
 
 def _in_container(lab: Lab, at: tuple[str, int], script: str) -> str:
-    # ssh joins its arguments into one line for the node's shell: quote the script.
-    remote = shlex.join(["pct", "exec", str(at[1]), "--", "sh", "-c", script])
-    argv = [*lab.ssh_args(at[0]), remote]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{at}: {done.stderr}"
-    return done.stdout
+    return differ.in_container(lab, at[0], at[1], script)
 
 
 def _ansible(lab: Lab, work: Path, cases: list, extra: dict) -> dict:

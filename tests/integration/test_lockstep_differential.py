@@ -13,16 +13,14 @@ be the same. Ansible's outcome is kept by its inputs (its cache below).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shlex
-import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import differ
 import pytest
 import yaml
 
@@ -36,7 +34,6 @@ pytestmark = pytest.mark.lab
 
 DIR = "/tmp/pctfleet-lockstep"
 HOSTS = {"slow": 200, "fast": 201}
-CACHE = Path("/var/cache/pctfleet/differential")
 CALL = 1  # bump when how Ansible is called here changes
 
 NEXT_PLAY = f"""
@@ -138,70 +135,31 @@ def _inventory(lab: Lab, node: str) -> str:
     return yaml.safe_dump(data)
 
 
-def _in_container(lab: Lab, node: str, ctid: int, script: str) -> str:
-    remote = shlex.join(["pct", "exec", str(ctid), "--", "sh", "-c", script])
-    done = subprocess.run([*lab.ssh_args(node), remote], capture_output=True, text=True)
-    assert done.returncode == 0, f"{node}/{ctid}: {done.stderr}"
-    return done.stdout
-
-
 def _reset(lab: Lab, node: str) -> None:
     for ctid in HOSTS.values():
-        _in_container(lab, node, ctid, f"rm -rf {DIR} && mkdir -p {DIR}")
+        differ.in_container(lab, node, ctid, f"rm -rf {DIR} && mkdir -p {DIR}")
 
 
 def _files(lab: Lab, node: str) -> dict[str, list[str]]:
     script = f"find {DIR} -type f | sort"
-    found = {name: _in_container(lab, node, c, script).split() for name, c in HOSTS.items()}
+    found = {name: differ.in_container(lab, node, c, script).split() for name, c in HOSTS.items()}
     return {name: [Path(f).name for f in files] for name, files in found.items()}
 
 
 def _ansible(lab: Lab, work: Path, book: Path) -> dict:
-    env = ansible_env.environment(work, lab.info.known_hosts)
-    env |= {"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_GATHERING": "explicit"}
-    argv = [str(ansible_env.VENV / "bin/ansible-playbook"), "-i", str(work / "ansible.yml")]
-    done = subprocess.run([*argv, str(book)], capture_output=True, text=True, env=env)
-    report = json.loads(done.stdout)
-    tasks: dict[str, list] = {name: [] for name in HOSTS}
-    for play in report["plays"]:
-        for task in play["tasks"]:
-            for host, result in task["hosts"].items():
-                tasks[host].append([task["task"]["name"], _ansible_status(result)])
-    return {"exit": done.returncode, "tasks": tasks}
-
-
-def _ansible_status(result: dict) -> str:
-    if result.get("skipped"):
-        return "skipped"
-    if result.get("failed"):
-        return "failed"
-    return "changed" if result.get("changed") else "ok"
+    done = differ.run_ansible(lab, work, work / "ansible.yml", book)
+    return {"exit": done["exit"], "tasks": {name: [] for name in HOSTS} | done["tasks"]}
 
 
 def _pctfleet(lab: Lab, work: Path, book: Path) -> dict:
-    argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--json"]
-    argv += ["-i", str(work / "pctfleet.yml"), "--known-hosts", str(lab.info.known_hosts)]
-    argv += ["--journal-dir", str(work / "runs")]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-    assert done.stdout.strip(), done.stderr
-    report = json.loads(done.stdout)
-    runs = report["containers"]
-    tasks = {c["name"]: [[t["name"], t["status"]] for t in c["tasks"]] for c in runs}
-    return {"exit": done.returncode, "tasks": tasks}
-
-
-def _ansible_key(name: str, text: str) -> Path:
-    found = ansible_env.versions()
-    inputs = [CALL, text, DIR, HOSTS, found["ansible-core"], found["community.proxmox"]]
-    digest = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:24]
-    return CACHE / f"lockstep-{name}-{digest}.json"
+    return differ.run_pctfleet(lab, work, work / "pctfleet.yml", book)
 
 
 def _outcomes(lab: Lab, work: Path, name: str, text: str) -> tuple[dict, dict]:
     """Ansible's outcome (cached, or run now) and pctfleet's, each with its files."""
     book = work / f"{name}.yml"
     book.write_text(text)
-    cached = _ansible_key(name, text)
+    cached = differ.cache_path(f"lockstep-{name}", [CALL, text, DIR, HOSTS])
     for node in ("node1", "node2"):
         _reset(lab, node)
     if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
@@ -213,9 +171,7 @@ def _outcomes(lab: Lab, work: Path, name: str, text: str) -> tuple[dict, dict]:
             mine = pool.submit(_pctfleet, lab, work, book)
             theirs, ours = ansible.result(), mine.result()
         theirs["files"] = _files(lab, "node1")
-        CACHE.mkdir(parents=True, exist_ok=True)
-        cached.with_suffix(".tmp").write_text(json.dumps(theirs))
-        cached.with_suffix(".tmp").replace(cached)
+        differ.keep(cached, theirs)
     ours["files"] = _files(lab, "node2")
     return theirs, ours
 
@@ -231,7 +187,7 @@ def work(lab, tmp_path_factory) -> Path:
     yield folder
     for node in ("node1", "node2"):
         for ctid in HOSTS.values():
-            _in_container(lab, node, ctid, f"rm -rf {DIR}")
+            differ.in_container(lab, node, ctid, f"rm -rf {DIR}")
 
 
 def _at(outcome: dict, where: tuple) -> object:
