@@ -94,3 +94,16 @@ def test_a_run_counts_the_call_it_sent_again(lab, info, tmp_path: Path):
     assert said.stdout == "once\n"
     again = pctfleet(*args, "--journal-dir", str(tmp_path / "runs"))
     assert json.loads(again.stdout)["containers"][0]["remote_reruns"] == 0
+
+
+def test_exec_json_counts_the_call_it_sent_again(lab, info):
+    argv = ["exec", "-i", str(info.inventory), "--limit", KEY, "--json", "--", "true"]
+    with lab.pct_crashes("node1", 1):
+        done = pctfleet(*argv)
+    assert done.returncode == 0, done.stderr
+    [result] = json.loads(done.stdout)["results"]
+    assert (result["status"], result["remote_reruns"]) == ("ok", 1)
+    with lab.pct_crashes("node1", 2):
+        failed = json.loads(pctfleet(*argv).stdout)["results"][0]
+    assert (failed["status"], failed["remote_reruns"]) == ("failed", 1)
+    assert json.loads(pctfleet(*argv).stdout)["results"][0]["remote_reruns"] == 0

@@ -23,6 +23,8 @@ class ExecOutcome:
     duration: float = 0.0
     reason: str = ""
     message: str = ""
+    # Calls sent again because pct crashed before entering the container (see PctTarget).
+    reruns: int = 0
 
     def as_json(self) -> dict:
         data = {
@@ -34,6 +36,7 @@ class ExecOutcome:
             "exit_code": self.exit_code,
             "duration": round(self.duration, 3),
             "message": self.message,
+            "remote_reruns": self.reruns,
         }
         for name in ("stdout", "stderr"):
             raw = getattr(self, name)
@@ -85,18 +88,24 @@ def _run_one(target: Target, argv: Sequence[str], stdin: Stdin, plan: OutputPlan
     elif plan.mode == "prefix":
         out = LinePrefixer(target.name, plan.stdout, plan.lock)
         err = LinePrefixer(target.name, plan.stderr, plan.lock)
+    before = target.reruns
     try:
         result = target.run(argv, stdin=stdin, stdout=out, stderr=err)
     except TransportError as exc:
-        return ExecOutcome(target.name, exc.status, reason=exc.reason, message=str(exc))
+        reruns = target.reruns - before
+        return ExecOutcome(
+            target.name, exc.status, reason=exc.reason, message=str(exc), reruns=reruns
+        )
     finally:
         for sink in (out, err):
             if isinstance(sink, LinePrefixer):
                 sink.close()
     status = Status.OK if result.ok else Status.FAILED
-    return ExecOutcome(
+    outcome = ExecOutcome(
         target.name, status, result.exit_code, result.stdout, result.stderr, result.duration
     )
+    outcome.reruns = target.reruns - before
+    return outcome
 
 
 def run_exec(
