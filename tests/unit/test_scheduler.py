@@ -235,3 +235,23 @@ def test_an_interrupt_tells_which_started_containers_never_ran(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         schedule(items, print, None, None, stop, **hooks)
     assert cancelled == started == items and stop.is_set()
+
+
+def test_an_interrupt_before_a_started_container_is_submitted_cancels_it(monkeypatch):
+    import pctfleet.run.scheduler as scheduler
+
+    monkeypatch.setattr(scheduler, "ThreadPoolExecutor", _NeverRuns)
+    started, cancelled, submitted = [], [], []
+
+    def starting(container) -> None:  # noqa: ANN001
+        started.append(container)
+        if len(started) == 2:
+            raise KeyboardInterrupt  # lands after both were announced, before any submit
+
+    items = [SimpleNamespace(node=SimpleNamespace(name="n1"), ctid=c) for c in (200, 201)]
+    stop = threading.Event()
+    with pytest.raises(KeyboardInterrupt):
+        schedule(
+            items, submitted.append, None, None, stop, starting=starting, cancelled=cancelled.append
+        )
+    assert cancelled == started == items and submitted == [] and stop.is_set()

@@ -141,6 +141,7 @@ def schedule(
     queues, done = _Queues(containers, key), queue.SimpleQueue[Future]()
     running: dict[Future, str] = {}
     started: dict[Future, Any] = {}
+    announced: list[Any] = []  # given to `starting`, not yet submitted
     with _gil_slices(workers), ThreadPoolExecutor(max_workers=workers) as pool:
         try:
             while queues.ready or running:
@@ -150,10 +151,13 @@ def schedule(
                         break
                     taken.append(container)
                 for container in taken if starting else ():
+                    announced.append(container)
                     starting(container)
                 for container in taken:
                     future = pool.submit(one, container)
                     running[future], started[future] = key(container), container
+                    if announced:
+                        announced.pop(0)
                     future.add_done_callback(done.put)
                 if not running:
                     break
@@ -164,9 +168,9 @@ def schedule(
         except KeyboardInterrupt:
             # Start nothing new; tasks already running finish or time out, then we report.
             stop.set()
-            for future in running:
-                if future.cancel() and cancelled:
-                    cancelled(started[future])
+            never_ran = [started[f] for f in running if f.cancel()] + announced
+            for container in never_ran if cancelled else ():
+                cancelled(container)
             raise
 
 
