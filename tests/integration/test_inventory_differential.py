@@ -126,8 +126,7 @@ def _pctfleet(source: Path, playbook_dir: Path | None) -> dict:
     inv = load_inventory(source, playbook_dir)
     own = set(builtin_vars(inv.containers[0]))
     variables = {
-        c.host: {k: v for k, v in inv.vars_for(c).items() if k not in own}
-        for c in inv.containers
+        c.host: {k: v for k, v in inv.vars_for(c).items() if k not in own} for c in inv.containers
     }
     groups = {name: sorted(inv.get(k).host for k in g.members) for name, g in inv.groups.items()}
     return json.loads(json.dumps({"vars": variables, "groups": groups}))
