@@ -336,6 +336,19 @@ def test_vars_files_are_merged_over_play_vars(tmp_path):
     assert book.plays[0].vars == {"a": "from-file", "b": 2, "c": 3}
 
 
+def test_vars_files_are_found_in_the_vars_folder_first_as_in_ansible(tmp_path):
+    """ansible-playbook finds `vars_files: [x.yml]` in vars/x.yml (measured)."""
+    (tmp_path / "vars").mkdir()
+    write(tmp_path, "a: beside\n", "x.yml")
+    write(tmp_path / "vars", "a: in vars\n", "x.yml")
+    write(tmp_path / "vars", "b: only in vars\n", "y.yml")
+    book = "- hosts: all\n  vars_files: [x.yml, y.yml]\n  tasks: []\n"
+    play = load_playbook(write(tmp_path, book), KNOWN).plays[0]
+    assert play.vars == {"a": "in vars", "b": "only in vars"}
+    message = error(tmp_path, "- hosts: all\n  vars_files: [nope.yml]\n  tasks: []\n")
+    assert message.startswith("F:2: play 'play #1': vars file 'nope.yml' not found in ")
+
+
 # ---------------------------------------------------------------- tags
 
 

@@ -12,6 +12,7 @@ from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg
 from pctfleet.modules.assertion import waits_for_run
 from pctfleet.modules.base import Module, Plan
+from pctfleet.playbook import search
 from pctfleet.playbook.templating import render
 from pctfleet.playbook.yamlsrc import load_yaml, plain
 
@@ -113,11 +114,7 @@ class IncludeVarsArgs(Args):
 
 def _vars_file(name: str, base_dir: str, where: str) -> Path:
     """Where Ansible looks from a playbook: its vars/ folder, then the playbook's own."""
-    base = Path(base_dir)
-    tried = [base / "vars" / name, base / name]
-    if Path(name).is_absolute() or name.startswith("vars/"):
-        tried = [base / name]
-    found = next((p for p in tried if p.is_file()), None)
+    found = search.vars_file(name, base_dir)
     if found is None:
         raise PlaybookError(f"include_vars: file {name!r} not found in {base_dir}", where=where)
     return found

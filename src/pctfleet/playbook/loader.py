@@ -23,7 +23,7 @@ from typing import Any
 
 from pctfleet.errors import InputError, PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
-from pctfleet.playbook import delegation
+from pctfleet.playbook import delegation, search
 from pctfleet.playbook.templating import syntax_problem
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
 from pctfleet.run.batches import parse_serial
@@ -939,7 +939,11 @@ def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> dict[str, Any]:
             raise _fail(
                 f"vars_files entry must be a plain file name, got {brief(name)}", raw, i, ctx
             )
-        data = load_yaml(reader.path.parent / name, what="a mapping of variables")
+        found = search.vars_file(name, reader.path.parent)
+        if found is None:
+            where = f"{reader.path.parent}/vars or {reader.path.parent}"
+            raise _fail(f"vars file {name!r} not found in {where}", raw, i, ctx)
+        data = load_yaml(found, what="a mapping of variables")
         if not isinstance(data, YamlMap):
             raise _fail(f"vars file {name!r} must hold a mapping, got {brief(data)}", raw, i, ctx)
         merged.update(_checked_names(data, "vars_files", ctx, var_names=True))
