@@ -936,8 +936,10 @@ def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> dict[str, Any]:
         raise _fail("'vars_files' must be a list of file names", m, "vars_files", ctx)
     for i, name in enumerate(raw or []):
         if not isinstance(name, str) or "{{" in name:
+            templated = isinstance(name, str)
+            hint = " (for a templated name, use an include_vars task)" if templated else ""
             raise _fail(
-                f"vars_files entry must be a plain file name, got {brief(name)}", raw, i, ctx
+                f"vars_files entry must be a plain file name, got {brief(name)}{hint}", raw, i, ctx
             )
         found = search.vars_file(name, reader.path.parent)
         if found is None:
