@@ -29,8 +29,17 @@ from pctfleet.playbook import vault
 CALL = 1  # bump when how Ansible is called here changes
 TESTS = Path(__file__).resolve().parents[1]
 INI = """\
+h-first:2222 proxmox_vmid=198 ansible_host=127.0.0.8
 ; an INI inventory with what Ansible's docs show, and the quoting they warn about
 h0 proxmox_vmid=199 ansible_host=127.0.0.9   # ungrouped
+[ungrouped:vars]
+u=1
+[zz:vars]
+zv=1
+[aa]
+gpu-b order=from-aa
+[zz]
+gpu-b order=from-zz
 [gpu]
 gpu-a proxmox_vmid=200 s="a b" qs='5' n=5 t=True f=false l="[1, 2]" d="{'k': 1}" e=
 gpu-b proxmox_vmid=201 u=None
@@ -114,8 +123,7 @@ def _closed(listed: dict) -> dict[str, list[str]]:
         entry = listed.get(name, {})
         return set(entry.get("hosts", [])).union(*(hosts(c) for c in entry.get("children", [])))
 
-    skip = {"all", "ungrouped"}
-    return {name: sorted(hosts(name)) for name in listed if name not in skip and hosts(name)}
+    return {name: sorted(hosts(name)) for name in listed if name != "all" and hosts(name)}
 
 
 def _visible(values: dict) -> dict:

@@ -59,6 +59,9 @@ CONDITIONS = [
     "none is none",
     "{} is mapping",
     "'1.2.3' is version('1.2', '>')",
+    "{'a': nothing} is mapping",
+    "[1, nothing] is sequence",
+    "{'a': nothing} is contains('a')",
 ]
 
 

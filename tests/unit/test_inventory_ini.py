@@ -166,3 +166,42 @@ def test_a_vault_encrypted_ini_file_is_refused_by_name(tmp_path):
             load_inventory(tmp_path / "hosts")
     finally:
         vault.set_vault_secrets([])
+
+
+@pytest.mark.parametrize("pattern", ["h[1:1000000000]", "h[1:9999]x[1:999]"])
+def test_a_huge_range_is_refused_before_any_name_is_made(pattern):
+    with pytest.raises(InputError, match="names more than 10000 hosts"):
+        expand_hosts(pattern, "t")
+
+
+def test_a_range_with_a_port_gives_each_host_the_port(tmp_path):
+    text = "[gpu]\ngpu-[1:2]:2222 ansible_host=127.0.0.9\n"
+    (tmp_path / "host_vars").mkdir()
+    for n in (1, 2):
+        (tmp_path / "host_vars" / f"gpu-{n}").write_text(f"proxmox_vmid: {200 + n}\n")
+    inv = _load(tmp_path, text)
+    assert [(c.host, c.node.port) for c in inv.containers] == [("gpu-1", 2222), ("gpu-2", 2222)]
+    with pytest.raises(InputError, match="bracketed address as host name is not supported"):
+        _load(tmp_path, "[gpu]\n[fe80::1]:2222 proxmox_vmid=200\n")
+
+
+def test_an_ini_file_whose_first_line_is_a_bare_host_is_still_ini(tmp_path):
+    inv = _load(tmp_path, f"h0\n[gpu]\n{HOST}\n")
+    assert [c.host for c in inv.containers] == ["gpu-a"]
+    inv = _load(tmp_path, "h0:2222 proxmox_vmid=200 ansible_host=127.0.0.9\n")
+    assert inv.containers[0].node.port == 2222
+
+
+def test_ungrouped_hosts_get_the_ungrouped_vars_and_line_order_wins(tmp_path):
+    """ansible-inventory gives h0 u=1 and h1 v=from-b (measured)."""
+    text = "h0 proxmox_vmid=199 ansible_host=127.0.0.9\n[ungrouped:vars]\nu=1\n"
+    text += "[b:vars]\nz=1\n[a]\nh1 proxmox_vmid=200 ansible_host=127.0.0.9 v=from-a\n"
+    text += "[b]\nh1 v=from-b\n"
+    inv = _load(tmp_path, text)
+    h0, h1 = inv.containers
+    assert (h0.groups, inv.vars_for(h0)["u"]) == (("ungrouped",), 1)
+    assert (h1.groups, inv.vars_for(h1)["v"], "u" in inv.vars_for(h1)) == (
+        ("a", "b"),
+        "from-b",
+        False,
+    )

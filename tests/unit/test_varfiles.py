@@ -228,3 +228,45 @@ def test_a_bad_file_stops_run_before_any_login(tmp_path):
     assert done.stderr.strip() == (
         f"error: {tmp_path}/play/group_vars/all.yml: must hold a mapping of variables, got ['a']"
     )
+
+
+@pytest.mark.parametrize("inventory", ["native", "ansible"])
+def test_a_bad_file_fails_the_load_whatever_the_format(tmp_path, inventory):
+    """Read when the inventory is read, before `select` starts any login."""
+    native = "nodes:\n  pve1:\n    address: 127.0.0.9\n    containers: [200]\n"
+    ansible = "all:\n  hosts:\n    h1: {proxmox_vmid: 200, ansible_host: 127.0.0.9}\n"
+    _tree(tmp_path, {"inv.yml": native if inventory == "native" else ansible})
+    _tree(tmp_path, {"play/group_vars/all.yml": "- a\n"})
+    assert load_inventory(tmp_path / "inv.yml")  # the playbook's folder not asked for
+    with pytest.raises(InputError, match="play/group_vars/all.yml: must hold a mapping"):
+        load_inventory(tmp_path / "inv.yml", tmp_path / "play")
+
+
+def test_host_and_local_read_the_playbook_folder_files_at_once(tmp_path):
+    from pctfleet.inventory import adhoc_inventory
+    from pctfleet.inventory.load import with_var_files
+    from pctfleet.inventory.local import local_inventory
+
+    _tree(tmp_path, {"play/group_vars/all.yml": "- a\n"})
+    for inv in (adhoc_inventory("127.0.0.9", [200]), local_inventory()):
+        with pytest.raises(InputError, match="must hold a mapping"):
+            with_var_files(inv, [tmp_path / "play"])
+
+
+def test_inventory_discover_takes_the_vault_password_for_the_vars_files(tmp_path):
+    (tmp_path / "group_vars" / "all").mkdir(parents=True)
+    shutil.copy(VAULT_FIXTURES / "vars11.yml", tmp_path / "group_vars/all/vault.yml")
+    # Port 1 on loopback: nothing listens, so the read fails after the inventory loaded.
+    host = "h1: {proxmox_vmid: 200, ansible_host: 127.0.0.1, ansible_port: 1}"
+    _tree(tmp_path, {"hosts.yml": f"all:\n  hosts:\n    {host}\n", "pass": "hunter2\n"})
+    argv = [sys.executable, "-m", "pctfleet", "inventory", "discover", "-i"]
+    argv += [str(tmp_path / "hosts.yml"), "--connect-timeout", "2"]
+
+    def said(*more: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*argv, *more], capture_output=True, text=True, timeout=60)
+
+    locked = said()
+    assert locked.returncode == exitcodes.PARSE_ERROR and "vault.yml" in locked.stderr
+    opened = said("--vault-password-file", str(tmp_path / "pass"))
+    assert opened.returncode == exitcodes.UNREACHABLE, opened.stderr
+    assert "cannot reach 127.0.0.1:1" in opened.stderr

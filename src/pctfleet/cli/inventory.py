@@ -13,7 +13,7 @@ import typer
 
 from pctfleet import exitcodes
 from pctfleet.cli.groups import flag, grouped, opt, use
-from pctfleet.cli.options import Connection, fail
+from pctfleet.cli.options import Connection, Selection, fail
 from pctfleet.textout import visible
 
 inventory_app = typer.Typer(
@@ -96,8 +96,10 @@ class DiscoverOptions:
         *("user", "port", "identity", "known_hosts", "accept_new_host_keys"),
         *("timeout", "connect_timeout"),
     ),
+    # An inventory's group_vars/host_vars may be vault-encrypted: they are read with it.
+    sel=use(Selection, *Selection.VAULT_FIELDS),
 )
-def discover_command(*, opts: DiscoverOptions, conn: Connection) -> int:
+def discover_command(*, opts: DiscoverOptions, conn: Connection, sel: Selection) -> int:
     """List every container on the nodes, from `pct list` and `pct config` (one SSH
     command per node; nothing on the node is changed).
 
@@ -117,6 +119,7 @@ def discover_command(*, opts: DiscoverOptions, conn: Connection) -> int:
         rule = rule_from([t for v in opts.tag or [] for t in v.split(",") if t], opts.status)
     except ValueError as exc:
         raise fail(f"--status: {exc}", exitcodes.BAD_OPTIONS) from None
+    sel.unlock()
     found = read_nodes(_nodes(opts.inventory, opts.host), conn.options(), opts.forks)
     rows = as_rows([f for f in found if not f.error], rule)
     if opts.as_json:

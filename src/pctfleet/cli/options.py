@@ -40,15 +40,16 @@ def select_containers(
     count too, as in ansible-playbook."""
     from pctfleet.inventory import adhoc_inventory, load_inventory, parse_ctids
     from pctfleet.inventory.discover import DiscoveryError
-    from pctfleet.inventory.load import resolve_discovery, var_files
+    from pctfleet.inventory.load import resolve_discovery, with_var_files
 
     if inventory and host:
         raise fail("give either -i INVENTORY or --host/--ct, not both", exitcodes.BAD_OPTIONS)
     if host:
         if not ct:
             raise fail("--host needs --ct (for example --ct 200,201)", exitcodes.BAD_OPTIONS)
-        inv = adhoc_inventory(host, parse_ctids(ct))
-        inv.var_files = var_files([playbook_dir] if playbook_dir else [])
+        inv = with_var_files(
+            adhoc_inventory(host, parse_ctids(ct)), [playbook_dir] if playbook_dir else []
+        )
     elif inventory:
         try:
             inv = resolve_discovery(load_inventory(inventory, playbook_dir))
@@ -207,12 +208,11 @@ class Where:
                 f"--connection local works on this machine only: drop {', '.join(named)}",
                 exitcodes.BAD_OPTIONS,
             )
-        from pctfleet.inventory.load import var_files
+        from pctfleet.inventory.load import with_var_files
         from pctfleet.inventory.local import local_inventory
 
         sel.unlock()  # vaulted playbook vars still need their password
-        inventory = local_inventory()
-        inventory.var_files = var_files([playbook_dir] if playbook_dir else [])
+        inventory = with_var_files(local_inventory(), [playbook_dir] if playbook_dir else [])
         return inventory, inventory.containers
 
 

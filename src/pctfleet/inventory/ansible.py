@@ -109,6 +109,7 @@ def parse_ansible(doc: YamlMap | list[YamlMap], src: Src) -> Inventory:
     for part in doc if isinstance(doc, list) else [doc]:
         for key in part:
             reader.group(part, key)
+    _ungrouped(reader)
     all_spec = reader.groups.pop("all", GroupSpec())
     for spec in reader.groups.values():
         spec.children = [c for c in spec.children if c != "all"]
@@ -136,6 +137,20 @@ def parse_ansible(doc: YamlMap | list[YamlMap], src: Src) -> Inventory:
     )
     inv.var_files = src.var_files
     return inv
+
+
+def _ungrouped(reader: _AnsibleReader) -> None:
+    """Ansible's `ungrouped`: the hosts in no other group (its vars and group_vars file
+    apply to them; a host listed there and elsewhere is taken out of it)."""
+    grouped = {
+        host
+        for name, spec in reader.groups.items()
+        if name not in ("all", "ungrouped")
+        for host in spec.members
+    }
+    alone = [host for host in reader.hosts if host not in grouped]
+    if alone or "ungrouped" in reader.groups:
+        reader.groups.setdefault("ungrouped", GroupSpec()).members = alone
 
 
 def _ansible_host_vars(

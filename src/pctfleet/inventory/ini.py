@@ -30,21 +30,17 @@ from pctfleet.playbook.yamlsrc import YamlMap
 
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
-_RANGE = re.compile(r"\[[^\]]*:[^\]]*\]")
+_BRACKETS = re.compile(r"\[[^\]]*\]")
 _COMMENT = (";", "#")
 
 
 def looks_like_ini(text: str) -> bool:
-    """A `[section]` line, or a first entry that is a host with key=value pairs."""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(_COMMENT) or line == "---":
-            continue
-        if _SECTION.match(line) or (line.startswith("[") and line.endswith("]")):
-            return True
-        first, _, rest = line.partition(" ")
-        return "=" in rest and ":" not in first.rstrip(":")
-    return False
+    """A `[section]` line anywhere, or a first entry that is a host with key=value pairs."""
+    lines = [raw.strip() for raw in text.splitlines()]
+    lines = [line for line in lines if line and not line.startswith(_COMMENT)]
+    if any(line.startswith("[") and line.endswith("]") for line in lines):
+        return True
+    return bool(lines) and "=" in lines[0].partition(" ")[2]
 
 
 def ini_document(text: str, name: str) -> YamlMap:
@@ -57,6 +53,7 @@ class _Reader:
         self.name = name
         self.line = 0
         self.doc = self._map(0)
+        self.group("all")  # first: the hosts' own variables are kept there (see _hosts)
         self.declared: set[str] = set()
         self.pending: dict[str, tuple[int, str, str]] = {}  # group -> (line, state, parent)
 
@@ -137,27 +134,32 @@ class _Reader:
             values[key] = _value(value)
         if port is not None:
             values["ansible_port"] = port
-        hosts = self.part(group, "hosts")
+        # A host's variables apply in line order whatever its groups (Ansible sets them
+        # on the host as it reads): they all go to its entry under `all`, and the group
+        # only lists it.
+        hosts = self.part("all", "hosts")
         entry = hosts.get(host)
         if entry is None:
             entry = self._map(self.line)
             self.put(hosts, host, entry)
         for key, value in values.items():
             self.put(entry, key, value)
+        if group != "all":
+            self.put(self.part(group, "hosts"), host, None)
 
     def _host_and_port(self, token: str) -> tuple[str, int | None]:
-        name, port = token, None
-        if _RANGE.search(token):  # a range (expanded by the YAML reader), never a port
+        if token.startswith("["):
+            raise self.fail(
+                f"{token!r}: a bracketed address as host name is not supported; "
+                "name the host and set ansible_host"
+            )
+        outside = _BRACKETS.sub("", token)  # a range's ':' is not a port's
+        if ":" not in outside:
             return token, None
-        if token.startswith("["):  # [IPv6 address]:port
-            closing = token.find("]")
-            name, rest = token[1:closing], token[closing + 1 :]
-            port = rest[1:] if rest.startswith(":") else None
-        elif token.count(":") == 1:
-            name, port = token.split(":")
-        if port is not None and not port.isdigit():
+        name, _, port = token.rpartition(":")
+        if outside.count(":") > 1 or not port.isdigit():
             raise self.fail(f"{token!r}: the port after ':' must be a number")
-        return name, int(port) if port is not None else None
+        return name, int(port)
 
     def _child(self, group: str, line: str) -> None:
         named = _GROUP_NAME.match(line)

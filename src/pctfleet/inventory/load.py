@@ -16,7 +16,7 @@ from pctfleet.inventory.discover import DiscoveryError, failures, read_nodes
 from pctfleet.inventory.ini import ini_document, looks_like_ini
 from pctfleet.inventory.model import Container, Inventory, Node
 from pctfleet.inventory.native import NATIVE_KEYS, parse_native
-from pctfleet.inventory.varfiles import VarFiles
+from pctfleet.inventory.varfiles import VarFiles, read_now
 from pctfleet.playbook import vault
 from pctfleet.playbook.yamlsrc import YamlMap, load_yaml_text, read_text
 
@@ -38,8 +38,11 @@ def load_inventory(path: str | Path, playbook_dir: str | Path | None = None) -> 
     folders = [base, *([playbook_dir] if playbook_dir is not None else [])]
     with fewer_collections():  # a fleet's nodes and containers are built in one go
         if path.is_dir():
-            return _folder_inventory(path, folders)
-        return inventory_from_data(read_inventory_file(path), str(path), folders)
+            inv = _folder_inventory(path, folders)
+        else:
+            inv = inventory_from_data(read_inventory_file(path), str(path), folders)
+    read_now(inv)
+    return inv
 
 
 def read_inventory_file(path: Path) -> Any:
@@ -116,6 +119,14 @@ def inventory_from_data(doc: Any, name: str, var_folders: Sequence[str | Path] =
         return parse_native(doc, src)
     except RecursionError:
         raise InventoryError("inventory is nested too deeply", where=name) from None
+
+
+def with_var_files(inv: Inventory, folders: Sequence[str | Path]) -> Inventory:
+    """`inv` (built without a file: --host/--ct, --connection local) with the vars
+    folders given, their files read now."""
+    inv.var_files = var_files(folders)
+    read_now(inv)
+    return inv
 
 
 def var_files(folders: Sequence[str | Path], hidden: Any = ()) -> list[VarFiles]:
@@ -196,4 +207,6 @@ def resolve_discovery(inv: Inventory, options: Any = None, forks: int = 10) -> I
     problems = failures(found)
     if problems:
         raise DiscoveryError("cannot discover containers: " + "; ".join(problems))
-    return parse_native(pending.doc, pending.src, {f.node.name: f.containers for f in found})
+    resolved = parse_native(pending.doc, pending.src, {f.node.name: f.containers for f in found})
+    read_now(resolved)
+    return resolved

@@ -146,3 +146,15 @@ def merged_files(
         for files in layers:
             host_level.update(read(files, "host", host))
     return group_level, host_level
+
+
+def read_now(inventory: Any) -> None:
+    """Read every file that applies to `inventory` now (they are kept), so a bad one
+    stops the command before any login, whatever the inventory's format."""
+    for files in inventory.var_files:
+        files.raw("group", "all")
+        for name in inventory.groups:
+            files.raw("group", name)
+        for container in inventory.containers:
+            if container.host:
+                files.raw("host", container.host)

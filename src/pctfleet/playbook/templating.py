@@ -270,7 +270,9 @@ _UNDEFINED_TESTS = frozenset({"defined", "undefined"})
 def _on_defined(test: Any) -> Any:
     @functools.wraps(test)
     def checked(value: Any, *args: Any, **kwargs: Any) -> Any:
-        return test(_defined(value), *args, **kwargs)
+        if isinstance(value, Undefined):  # only the value itself: `[typo] is sequence` holds
+            value._fail_with_undefined_error()
+        return test(value, *args, **kwargs)
 
     return checked
 

@@ -168,7 +168,9 @@ def schedule(
         except KeyboardInterrupt:
             # Start nothing new; tasks already running finish or time out, then we report.
             stop.set()
-            never_ran = [started[f] for f in running if f.cancel()] + announced
+            never_ran = [started[f] for f in running if f.cancel()]
+            submitted = [id(c) for c in started.values()]
+            never_ran += [c for c in announced if id(c) not in submitted]
             for container in never_ran if cancelled else ():
                 cancelled(container)
             raise
