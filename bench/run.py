@@ -448,11 +448,13 @@ def write_readme(path: Path, document: dict) -> bool:
 
 
 def write_docs(path: Path, document: dict) -> None:
-    """The page, keeping the section bench/installers.py wrote (it measures on its own)."""
+    """The page, keeping the sections other scripts wrote (bench/installers.py,
+    bench/inventories.py: each measures on its own)."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     page = tables.markdown(document)
-    kept = tables.installers_section(old)
-    path.write_text(tables.splice_installers(page, kept) if kept else page, encoding="utf-8")
+    for section in tables.kept_sections(old):
+        page = tables.splice_section(page, section)
+    path.write_text(page, encoding="utf-8")
 
 
 def publish(args: argparse.Namespace, document: dict) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import statistics
 import time
 from importlib import metadata
@@ -766,15 +767,22 @@ def _empty_cache_note(cache: dict) -> list[str]:
 def splice_installers(page: str, document: dict | str) -> str:
     """The page with its installers section replaced (or appended); a str is kept as is."""
     section = document if isinstance(document, str) else installers_markdown(document)
-    if INSTALLERS_BEGIN in page and INSTALLERS_END in page:
-        head, rest = page.split(INSTALLERS_BEGIN, 1)
-        return head + section + rest.split(INSTALLERS_END, 1)[1]
+    return splice_section(page, section)
+
+
+# Sections other scripts write (each measures on its own); bench/run.py keeps them.
+_SECTION = re.compile(r"<!-- section: (\S+) \(.*?\) -->.*?<!-- end of section: \1 -->", re.S)
+
+
+def kept_sections(page: str) -> list[str]:
+    """The sections of an existing page, to carry into a rewritten one."""
+    return [found.group(0) for found in _SECTION.finditer(page)]
+
+
+def splice_section(page: str, section: str) -> str:
+    """The page with the section of the same name replaced, or appended."""
+    name = _SECTION.match(section).group(1)
+    for found in _SECTION.finditer(page):
+        if found.group(1) == name:
+            return page[: found.start()] + section + page[found.end() :]
     return page.rstrip("\n") + "\n\n" + section + "\n"
-
-
-def installers_section(page: str) -> str | None:
-    """The installers section of an existing page, to carry into a rewritten one."""
-    if INSTALLERS_BEGIN not in page or INSTALLERS_END not in page:
-        return None
-    body = page.split(INSTALLERS_BEGIN, 1)[1].split(INSTALLERS_END, 1)[0]
-    return INSTALLERS_BEGIN + body + INSTALLERS_END

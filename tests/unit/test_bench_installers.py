@@ -40,12 +40,16 @@ def test_the_section_is_appended_once_then_replaced_in_place():
     assert "| 4.0x |" in once and "| 2.0x |" in twice and "| 4.0x |" not in twice
 
 
-def test_a_rewritten_page_carries_the_old_section_over():
-    old = tables.splice_installers("# old page\n", DOC)
-    kept = tables.installers_section(old)
-    assert kept and kept.startswith(tables.INSTALLERS_BEGIN)
-    assert tables.splice_installers("# new page\n", kept) == "# new page\n\n" + kept + "\n"
-    assert tables.installers_section("# no section\n") is None
+def test_a_rewritten_page_carries_every_old_section_over():
+    other = "<!-- section: other (bench/x.py) -->\n## X\n<!-- end of section: other -->"
+    old = tables.splice_section(tables.splice_installers("# old page\n", DOC), other)
+    kept = tables.kept_sections(old)
+    assert [k.splitlines()[0] for k in kept] == [tables.INSTALLERS_BEGIN, other.splitlines()[0]]
+    page = "# new page\n"
+    for section in kept:
+        page = tables.splice_section(page, section)
+    assert page == "# new page\n\n" + kept[0] + "\n\n" + other + "\n"
+    assert tables.kept_sections("# no section\n") == []
 
 
 def test_an_empty_warm_cache_is_named():

@@ -98,7 +98,8 @@ class _AnsibleReader:
             name = check_name(self.src, each, "host", hosts, key)
             host = self.hosts.setdefault(name, _AnsibleHost(name, {}, hosts.where(key)))
             host.vars.update(host_vars)
-            if name not in spec.members:
+            if name not in spec.member_set:
+                spec.member_set.add(name)
                 spec.members.append(name)
 
 
@@ -114,10 +115,15 @@ def parse_ansible(doc: YamlMap | list[YamlMap], src: Src) -> Inventory:
     for spec in reader.groups.values():
         spec.children = [c for c in spec.children if c != "all"]
     host_groups = resolve_groups(reader.groups)
+    member_of: dict[str, list[str]] = {}  # host -> its groups in precedence order
+    for g in by_precedence(host_groups):
+        for member in g.members:
+            member_of.setdefault(member, []).append(g.name)
     nodes: dict[str, Node] = {}
     containers, ids, owner = [], [], {}
     for host in reader.hosts.values():
-        effective = _ansible_host_vars(host, all_spec.vars, host_groups, reader.groups, src)
+        own = member_of.get(host.name, [])
+        effective = _ansible_host_vars(host, all_spec.vars, own, reader.groups, src)
         if "proxmox_vmid" not in effective:
             continue  # not a container (e.g. the Proxmox node itself)
         container = _ansible_container(src, host, effective, nodes)
@@ -156,14 +162,13 @@ def _ungrouped(reader: _AnsibleReader) -> None:
 def _ansible_host_vars(
     host: _AnsibleHost,
     all_vars: Mapping[str, Any],
-    groups: Mapping[str, Group],
+    member_of: list[str],
     specs: Mapping[str, GroupSpec],
     src: Src,
 ) -> dict[str, Any]:
     """Ansible's precedence: all < groups by depth then name < group_vars files <
     host < host_vars files (connection variables included: they may be set there)."""
     merged = dict(all_vars)
-    member_of = [g.name for g in by_precedence(groups) if host.name in g.members]
     for name in member_of:
         merged.update(specs[name].vars)
     from_groups, from_host = merged_files(src.var_files, member_of, host.name, raw=True)

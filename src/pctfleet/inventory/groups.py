@@ -19,6 +19,7 @@ class GroupSpec:
     vars: dict[str, Any] = field(default_factory=dict)
     where: str = ""
     priority: int = 1  # Ansible's ansible_group_priority: orders groups of one depth
+    member_set: set[str] = field(default_factory=set)  # `members`, to look up fast
 
 
 def resolve_groups(specs: Mapping[str, GroupSpec]) -> dict[str, Group]:
@@ -54,11 +55,11 @@ def by_precedence(groups: Mapping[str, Group]) -> list[Group]:
 
 def with_groups(containers: Sequence[Container], groups: Mapping[str, Group]) -> list[Container]:
     """Give each container its groups, in precedence order."""
-    ordered = by_precedence(groups)
-    return [
-        replace(ct, groups=tuple(g.name for g in ordered if ct.key in g.members))
-        for ct in containers
-    ]
+    groups_of: dict[str, list[str]] = {}
+    for g in by_precedence(groups):
+        for key in g.members:
+            groups_of.setdefault(key, []).append(g.name)
+    return [replace(ct, groups=tuple(groups_of.get(ct.key, ()))) for ct in containers]
 
 
 def _depth_of(name: str, parents: Mapping[str, list[str]], memo: dict[str, int]) -> int:
