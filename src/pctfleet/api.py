@@ -159,10 +159,17 @@ class Fleet:
         limit: str | None = None,
         *,
         forks: int | None = None,
+        vault_password_file: str | Path | None = None,
         **connect: object,
     ) -> Fleet:
         """The inventory's containers (or those `limit` selects, as --limit does).
-        `connect` takes Container's keyword options and wins over the inventory."""
+        `connect` takes Container's keyword options and wins over the inventory.
+        `vault_password_file` opens vault-encrypted values and group_vars/host_vars
+        files, as --vault-password-file does."""
+        if vault_password_file is not None:
+            from pctfleet.playbook.vault import gather_secrets, set_vault_secrets
+
+            set_vault_secrets(gather_secrets([Path(vault_password_file)], [], False))
         selected = load_inventory(path).select(limit)
         built = build_fleet(selected, ConnectOptions(**connect))  # type: ignore[arg-type]
         fleet = cls([Container._wrap(t) for t in built.targets], forks)

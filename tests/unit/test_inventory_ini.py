@@ -205,3 +205,17 @@ def test_ungrouped_hosts_get_the_ungrouped_vars_and_line_order_wins(tmp_path):
         "from-b",
         False,
     )
+
+
+def test_a_range_met_again_takes_its_later_values_as_in_ansible(tmp_path):
+    """ansible-inventory gives gpu-1 x=3 here (measured)."""
+    text = "[gpu]\ngpu-[1:2] proxmox_vmid=200 ansible_host=10.0.0.1 x=1\n"
+    text += "[web]\ngpu-1 x=2 proxmox_vmid=201\n[db]\ngpu-[1:2] x=3\n"
+    inv = _load(tmp_path, text)
+    got = [(c.host, c.ctid, inv.vars_for(c)["x"]) for c in inv.containers]
+    assert got == [("gpu-1", 201, 3), ("gpu-2", 200, 3)]
+
+
+def test_ungrouped_is_there_even_when_empty(tmp_path):
+    inv = _load(tmp_path, f"[gpu]\n{HOST}\n")
+    assert inv.groups["ungrouped"].members == () and inv.select("ungrouped") == []

@@ -347,6 +347,12 @@ def test_vars_files_are_found_in_the_vars_folder_first_as_in_ansible(tmp_path):
     assert play.vars == {"a": "in vars", "b": "only in vars"}
     message = error(tmp_path, "- hosts: all\n  vars_files: [nope.yml]\n  tasks: []\n")
     assert message.startswith("F:2: play 'play #1': vars file 'nope.yml' not found in ")
+    unknown_home = "- hosts: all\n  vars_files: ['~nosuchuser/x.yml']\n  tasks: []\n"
+    assert "vars file '~nosuchuser/x.yml' not found" in error(tmp_path, unknown_home)
+    (tmp_path / "vars" / "d.yml").mkdir()  # found first, as Ansible finds it, and refused
+    write(tmp_path, "a: 1\n", "d.yml")
+    folder = "- hosts: all\n  vars_files: [d.yml]\n  tasks: []\n"
+    assert error(tmp_path, folder, InputError).endswith("cannot read file: Is a directory")
     templated = "- hosts: all\n  vars_files: ['{{ env }}.yml']\n  tasks: []\n"
     assert error(tmp_path, templated).endswith("(for a templated name, use an include_vars task)")
 

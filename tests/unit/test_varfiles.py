@@ -270,3 +270,27 @@ def test_inventory_discover_takes_the_vault_password_for_the_vars_files(tmp_path
     opened = said("--vault-password-file", str(tmp_path / "pass"))
     assert opened.returncode == exitcodes.UNREACHABLE, opened.stderr
     assert "cannot reach 127.0.0.1:1" in opened.stderr
+
+
+def test_the_api_opens_vaulted_vars_files_with_a_password_file(tmp_path):
+    from pctfleet.api import Fleet
+
+    native = "nodes:\n  pve1:\n    address: 127.0.0.9\n    containers: [200]\n"
+    _tree(tmp_path, {"inv.yml": native, "pass": "hunter2\n"})
+    (tmp_path / "group_vars").mkdir()
+    shutil.copy(VAULT_FIXTURES / "vars11.yml", tmp_path / "group_vars/all.yml")
+    with pytest.raises(InputError, match="no vault password given"):
+        Fleet.from_inventory(tmp_path / "inv.yml")
+    try:
+        fleet = Fleet.from_inventory(tmp_path / "inv.yml", vault_password_file=tmp_path / "pass")
+        assert [c.name for c in fleet.containers] == ["pve1/200"]
+        fleet.close()
+    finally:
+        vault.set_vault_secrets([])
+
+
+@pytest.mark.parametrize("command", ["doctor", "inventory discover"])
+def test_commands_reading_the_vars_folders_take_the_vault_options(command):
+    argv = [sys.executable, "-m", "pctfleet", *command.split(), "--help"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert "--vault-password-file" in done.stdout

@@ -36,7 +36,7 @@ class Diagnose:
 
 
 @grouped(
-    sel=use(Selection, "host", "ct", "inventory", "limit"),
+    sel=use(Selection, "host", "ct", "inventory", "limit", *Selection.VAULT_FIELDS),
     what=Diagnose,
     out=use(Output, "as_json"),
     conn=Connection,

@@ -155,8 +155,7 @@ def _ungrouped(reader: _AnsibleReader) -> None:
         for host in spec.members
     }
     alone = [host for host in reader.hosts if host not in grouped]
-    if alone or "ungrouped" in reader.groups:
-        reader.groups.setdefault("ungrouped", GroupSpec()).members = alone
+    reader.groups.setdefault("ungrouped", GroupSpec()).members = alone  # there even if empty
 
 
 def _ansible_host_vars(

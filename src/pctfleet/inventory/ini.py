@@ -26,6 +26,7 @@ import warnings
 from typing import Any
 
 from pctfleet.errors import InventoryError
+from pctfleet.inventory.hostrange import expand_hosts
 from pctfleet.playbook.yamlsrc import YamlMap
 
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
@@ -137,15 +138,19 @@ class _Reader:
         # A host's variables apply in line order whatever its groups (Ansible sets them
         # on the host as it reads): they all go to its entry under `all`, and the group
         # only lists it.
+        for name in expand_hosts(host, f"{self.name}:{self.line}"):
+            self._host(group, name, values)
+
+    def _host(self, group: str, name: str, values: dict[str, Any]) -> None:
         hosts = self.part("all", "hosts")
-        entry = hosts.get(host)
+        entry = hosts.get(name)
         if entry is None:
             entry = self._map(self.line)
-            self.put(hosts, host, entry)
+            self.put(hosts, name, entry)
         for key, value in values.items():
             self.put(entry, key, value)
         if group != "all":
-            self.put(self.part(group, "hosts"), host, None)
+            self.put(self.part(group, "hosts"), name, None)
 
     def _host_and_port(self, token: str) -> tuple[str, int | None]:
         if token.startswith("["):
