@@ -136,7 +136,12 @@ def _pctfleet(source: Path, playbook_dir: Path | None) -> dict:
     variables = {
         c.host: {k: v for k, v in inv.vars_for(c).items() if k not in own} for c in inv.containers
     }
-    groups = {name: sorted(inv.get(k).host for k in g.members) for name, g in inv.groups.items()}
+    # ansible-inventory --list leaves out a group with no hosts (ungrouped, when empty).
+    groups = {
+        name: sorted(inv.get(k).host for k in g.members)
+        for name, g in inv.groups.items()
+        if g.members
+    }
     return json.loads(json.dumps({"vars": variables, "groups": groups}))
 
 
