@@ -48,45 +48,49 @@ print(json.dumps([len(inv.containers), loaded - start, done - loaded, peak]))
 """
 
 
+def _address(node: int) -> str:
+    return f"127.0.{node // 250}.{node % 250 + 1}"
+
+
+def _native(per_node: int) -> list[str]:
+    lines = ["vars: {tier: all}", "nodes:"]
+    for n in range(NODES):
+        lines += [f"  pve{n}:", f"    address: {_address(n)}", "    containers:"]
+        lines += [f"      {100 + c}: {{name: ct{n}-{c}}}" for c in range(per_node)]
+    everyone = ", ".join(f"pve{n}" for n in range(NODES))
+    return [*lines, "groups:", "  everyone:", f"    nodes: [{everyone}]"]
+
+
+def _ansible_yaml(per_node: int) -> list[str]:
+    lines = ["all:", "  children:"]
+    for n in range(NODES):
+        lines += [f"    pve{n}:", f"      vars: {{ansible_host: {_address(n)}}}", "      hosts:"]
+        lines += [f"        ct{n}-{c}: {{proxmox_vmid: {100 + c}}}" for c in range(per_node)]
+    hosts = [f"        ct{n}-{c}:" for n in range(NODES) for c in range(per_node)]
+    return [*lines, "    everyone:", "      hosts:", *hosts]
+
+
+def _ansible_ini(per_node: int) -> list[str]:
+    lines = []
+    for n in range(NODES):
+        lines += [f"[pve{n}]"] + [f"ct{n}-{c} proxmox_vmid={100 + c}" for c in range(per_node)]
+        lines += [f"[pve{n}:vars]", f"ansible_host={_address(n)}"]
+    hosts = [f"ct{n}-{c}" for n in range(NODES) for c in range(per_node)]
+    return [*lines, "[everyone]", *hosts]
+
+
+WRITERS = {
+    "native": (_native, "native.yml"),
+    "ansible-yaml": (_ansible_yaml, "yaml/hosts.yml"),
+    "ansible-ini": (_ansible_ini, "ini/hosts"),
+}
+
+
 def write_fleet(folder: Path, fmt: str, size: int) -> Path:
-    per_node = size // NODES
-    hosts = [(n, c) for n in range(NODES) for c in range(per_node)]
-    if fmt == "native":
-        lines = ["vars: {tier: all}", "nodes:"]
-        for n in range(NODES):
-            lines += [
-                f"  pve{n}:",
-                f"    address: 127.0.{n // 250}.{n % 250 + 1}",
-                "    containers:",
-            ]
-            lines += [f"      {100 + c}: {{name: ct{n}-{c}}}" for c in range(per_node)]
-        lines += [
-            "groups:",
-            "  everyone:",
-            "    nodes: [" + ", ".join(f"pve{n}" for n in range(NODES)) + "]",
-        ]
-        path = folder / "native.yml"
-    elif fmt == "ansible-yaml":
-        lines = ["all:", "  children:"]
-        for n in range(NODES):
-            lines += [
-                f"    pve{n}:",
-                f"      vars: {{ansible_host: 127.0.{n // 250}.{n % 250 + 1}}}",
-            ]
-            lines += ["      hosts:"] + [
-                f"        ct{n}-{c}: {{proxmox_vmid: {100 + c}}}" for c in range(per_node)
-            ]
-        lines += ["    everyone:", "      hosts:"] + [f"        ct{n}-{c}:" for n, c in hosts]
-        path = folder / "yaml" / "hosts.yml"
-    else:
-        lines = []
-        for n in range(NODES):
-            lines += [f"[pve{n}]"] + [f"ct{n}-{c} proxmox_vmid={100 + c}" for c in range(per_node)]
-            lines += [f"[pve{n}:vars]", f"ansible_host=127.0.{n // 250}.{n % 250 + 1}"]
-        lines += ["[everyone]"] + [f"ct{n}-{c}" for n, c in hosts]
-        path = folder / "ini" / "hosts"
+    write, name = WRITERS[fmt]
+    path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(write(size // NODES)) + "\n", encoding="utf-8")
     if fmt != "native":
         (path.parent / "group_vars").mkdir(exist_ok=True)
         (path.parent / "group_vars" / "all.yml").write_text("tier: all\n", encoding="utf-8")

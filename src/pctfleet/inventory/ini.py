@@ -194,6 +194,6 @@ def _coerce(value: Any) -> Any:
         return {k: _coerce(v) for k, v in value.items()}
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="surrogateescape")
-    if value is ... or isinstance(value, complex):
-        return str(value) if value is not ... else "..."
-    return value
+    if value is ...:
+        return "..."
+    return str(value) if isinstance(value, complex) else value

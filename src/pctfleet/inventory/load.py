@@ -47,25 +47,25 @@ def load_inventory(path: str | Path, playbook_dir: str | Path | None = None) -> 
 
 def read_inventory_file(path: Path) -> Any:
     """One inventory file's document: YAML (the native or Ansible format), else
-    Ansible's INI (a file that is no YAML mapping and reads as INI, or is named .ini)."""
+    Ansible's INI (a file that is no YAML mapping and reads as INI, or is named .ini).
+    The YAML is parsed once, whichever it turns out to be."""
     text, name = read_text(path), str(path)
     if vault.is_vaulted(text) and looks_like_ini(vault.decrypt(text, name)):
         raise InventoryError("a vault-encrypted INI inventory is not supported", where=name)
-    yaml_first = path.suffix.lower() in YAML_SUFFIXES or vault.is_vaulted(text)
-    ini = path.suffix.lower() == ".ini" or looks_like_ini(text)
-    if not yaml_first and ini and not _yaml_mapping(text, name):
+    suffix = path.suffix.lower()
+    try:
+        doc, problem = load_yaml_text(text, name), None
+    except InputError as exc:
+        doc, problem = None, exc
+    ini = suffix == ".ini" or looks_like_ini(text)
+    yaml_only = suffix in YAML_SUFFIXES or vault.is_vaulted(text)
+    if ini and not yaml_only and not isinstance(doc, YamlMap):
         return ini_document(text, name)
-    doc = load_yaml_text(text, name)
+    if problem is not None:
+        raise problem
     if doc is None:
         raise InventoryError("file is empty (expected an inventory mapping)", where=name)
     return doc
-
-
-def _yaml_mapping(text: str, name: str) -> bool:
-    try:
-        return isinstance(load_yaml_text(text, name), YamlMap)
-    except InputError:
-        return False
 
 
 def _folder_inventory(folder: Path, var_folders: Sequence[Path | str]) -> Inventory:
