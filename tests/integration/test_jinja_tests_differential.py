@@ -75,17 +75,8 @@ def _playbook(path: Path) -> Path:
 
 
 def _ansible(book: Path, work: Path) -> dict[str, str]:
-    venv = differ.ansible_env.ensure_venv()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHON"))}
-    env |= {"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "HOME": str(work)}
-    argv = [str(venv / "bin/ansible-playbook"), "-i", "localhost,", "-c", "local", str(book)]
-    argv += ["-e", f"ansible_python_interpreter={venv / 'bin/python'}"]
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (play,) = json.loads(done.stdout)["plays"]
-    return {
-        t["task"]["name"]: differ.ansible_status(t["hosts"]["localhost"]) for t in play["tasks"]
-    }
+    tasks = differ.ansible_local(book, work)
+    return {t["task"]["name"]: differ.ansible_status(t["hosts"]["localhost"]) for t in tasks}
 
 
 def _pctfleet(book: Path) -> dict[str, str]:

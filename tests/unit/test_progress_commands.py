@@ -109,11 +109,20 @@ def test_verify_child_tells_each_check_and_the_end_as_it_runs(tmp_path):
 # -- rollout -------------------------------------------------------------------------------
 
 
-def rollout_of(keys: list[str], gate=None):  # noqa: ANN001, ANN201
+def rollout_of(keys: list[str], gate=None, warnings=()):  # noqa: ANN001, ANN201
     containers = [SimpleNamespace(key=k, node=SimpleNamespace(name=k.split("/")[0])) for k in keys]
     plan = SimpleNamespace(options=RunOptions())
     rollout = SimpleNamespace(plan=plan, on_event=lambda event: None, gate=gate)
-    return rollout, SimpleNamespace(plays=[("play", containers)])
+    return rollout, SimpleNamespace(plays=[("play", containers)], warnings=list(warnings))
+
+
+def test_rollout_prints_the_playbooks_warnings_once_it_is_loaded():
+    warning = "book.yml:3: play 'p': vars file '[x]' not found in /b/vars or /b: skipped"
+    rollout, prepared = rollout_of(["pve0/200"], warnings=[warning])
+    console = Console(file=io.StringIO(), width=300)
+    _watch(rollout, console, as_json=True)
+    rollout.on_prepared(prepared)
+    assert console.file.getvalue() == f"warning: {warning}\n"  # as written: no markup
 
 
 def test_rollout_panel_shows_the_batch_its_gate_and_the_fleet_per_node():

@@ -100,7 +100,7 @@ def audit_runs(inv, containers, playbook, run, conn, where, forks, quiet, more=N
     their NVIDIA driver), then the playbook in check mode with the fingerprint (and
     `more` probes) read in the same call per container."""
     from pctfleet.cli.progress import display_for
-    from pctfleet.cli.report import make_console
+    from pctfleet.cli.report import make_console, warn
     from pctfleet.cuda import audit as drift
     from pctfleet.run.playbookrun import RunRequest, execute, prepare
 
@@ -114,7 +114,9 @@ def audit_runs(inv, containers, playbook, run, conn, where, forks, quiet, more=N
         default_playbook(playbook), inv, containers, conn.options(), options, forks
     )
     prepared = prepare(request)
-    display = display_for(make_console(stderr=True), prepared.plays, as_json=quiet)
+    console = make_console(stderr=True)
+    warn(console, prepared.warnings)
+    display = display_for(console, prepared.plays, as_json=quiet)
     options.observer = display.tracker
     with display:
         return (execute(prepared) if containers else []), fleet, nodes

@@ -137,6 +137,12 @@ def document(runs: list[ContainerRun], run_id: str, extra: dict[str, Any] | None
     return json.dumps(data, indent=2, default=str)
 
 
+def warn(console: Console, warnings: list[str]) -> None:
+    """What the playbook held that was not used (a vars file not found), one line each."""
+    for warning in warnings:
+        console.print(line(f"warning: {warning}"))
+
+
 def make_console(stderr: bool = False) -> Console:
     """A console that does not squeeze tables to 80 columns when output is piped."""
     import sys

@@ -20,11 +20,12 @@ from pctfleet.cli.options import (
     select_containers,
     split_tags,
 )
-from pctfleet.cli.report import make_console
+from pctfleet.cli.report import make_console, warn
 from pctfleet.errors import InputError
 from pctfleet.run.batches import parse_serial
 from pctfleet.run.engine import RunOptions
 from pctfleet.run.journal import Journal
+from pctfleet.run.playbookrun import PreparedRun
 from pctfleet.run.rollout import (
     Rollout,
     RolloutPlan,
@@ -277,7 +278,12 @@ def _watch(rollout: Rollout, console: Any, as_json: bool) -> Any:
     display = display_for(console, [], as_json=as_json)  # sized once the playbook is loaded
     display.title = lambda: ", ".join(text for text in where.values() if text)
     rollout.plan.options.observer = display.tracker
-    rollout.on_prepared = lambda prepared: display.tracker.expect(play_counts(prepared.plays))
+
+    def on_prepared(prepared: PreparedRun) -> None:
+        warn(console, prepared.warnings)
+        display.tracker.expect(play_counts(prepared.plays))
+
+    rollout.on_prepared = on_prepared
     shown, gate = rollout.on_event, rollout.gate
 
     def on_event(event: dict) -> None:

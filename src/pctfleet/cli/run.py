@@ -116,6 +116,7 @@ def playbook_run(
     journal = Journal(out.journal_dir, keep=keep_spec(out.keep))
     options.run_id = journal.run_id
     console = report.make_console(stderr=True)
+    report.warn(console, prepared.warnings)
     live = report.LiveReport(console, out.verbose, show_diff=run.diff and not out.as_json)
     mode = " (check mode)" if run.check else ""
     console.print(line(f"run {journal.run_id}: {playbook} on {len(containers)} container(s){mode}"))
@@ -132,7 +133,10 @@ def playbook_run(
     code = exit_code(command, (r.status for r in runs))
     write_end(out.journal_dir, journal.run_id, runs, code)
     if out.as_json:
-        typer.echo(report.document(runs, journal.run_id, {"journal": str(journal.path)}))
+        extra = {"journal": str(journal.path)}
+        if prepared.warnings:
+            extra["warnings"] = prepared.warnings
+        typer.echo(report.document(runs, journal.run_id, extra))
     else:
         report.recap(console, runs, journal.run_id)
     for problem in progress.node_problems(runs):

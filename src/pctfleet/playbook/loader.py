@@ -215,6 +215,7 @@ class Play:
 class Playbook:
     path: str
     plays: list[Play] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what was read but not used
 
 
 # ---------------------------------------------------------------- tags
@@ -276,6 +277,7 @@ class _Reader:
         self.known = known_modules
         self.imports: list[Path] = []
         self.roles_path = list(roles_path)
+        self.warnings: list[str] = []
         self.new_play()
 
     def new_play(self) -> None:
@@ -930,26 +932,41 @@ def _hosts(m: YamlMap, ctx: str) -> str:
 
 
 def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> dict[str, Any]:
+    """Each entry's file merged in order. An entry that is a list is a first-found
+    choice; where nothing is found the entry is skipped with a warning (ansible-core
+    2.19 skips it silently: measured)."""
     merged: dict[str, Any] = {}
     raw = m.get("vars_files")
     if raw is not None and not isinstance(raw, YamlList):
         raise _fail("'vars_files' must be a list of file names", m, "vars_files", ctx)
-    for i, name in enumerate(raw or []):
-        if not isinstance(name, str) or "{{" in name:
-            templated = isinstance(name, str)
-            hint = " (for a templated name, use an include_vars task)" if templated else ""
-            raise _fail(
-                f"vars_files entry must be a plain file name, got {brief(name)}{hint}", raw, i, ctx
-            )
-        found = search.vars_file(name, reader.path.parent)
+    base = reader.path.parent
+    for i, entry in enumerate(raw or []):
+        names = list(entry) if isinstance(entry, YamlList) else [entry]
+        for name in names:
+            _check_vars_file_name(name, raw, i, ctx)
+        found = next(filter(None, (search.vars_file(n, base) for n in names)), None)
         if found is None:
-            where = f"{reader.path.parent}/vars or {reader.path.parent}"
-            raise _fail(f"vars file {name!r} not found in {where}", raw, i, ctx)
+            shown = " or ".join(repr(n) for n in names) or "[]"
+            reader.warnings.append(
+                f"{raw.where(i)}: {ctx}: vars file {shown} not found in {base}/vars or "
+                f"{base}: skipped, as ansible-playbook skips it"
+            )
+            continue
         data = load_yaml(found, what="a mapping of variables")
         if not isinstance(data, YamlMap):
-            raise _fail(f"vars file {name!r} must hold a mapping, got {brief(data)}", raw, i, ctx)
+            what = f"vars file {str(found)!r} must hold a mapping"
+            raise _fail(f"{what}, got {brief(data)}", raw, i, ctx)
         merged.update(_checked_names(data, "vars_files", ctx, var_names=True))
     return merged
+
+
+def _check_vars_file_name(name: Any, raw: YamlList, i: int, ctx: str) -> None:
+    if not isinstance(name, str) or "{{" in name:
+        templated = isinstance(name, str)
+        hint = " (for a templated name, use an include_vars task)" if templated else ""
+        raise _fail(
+            f"vars_files entry must be a plain file name, got {brief(name)}{hint}", raw, i, ctx
+        )
 
 
 def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
@@ -1056,4 +1073,4 @@ def load_playbook(
             plays.append(_parse_play(reader, item, i))
         except RecursionError:
             raise _fail("play is nested too deeply", doc, i) from None
-    return Playbook(str(path), plays)
+    return Playbook(str(path), plays, reader.warnings)

@@ -171,6 +171,7 @@ class PreparedRun:
 
     request: RunRequest
     plays: list  # (play, containers)
+    warnings: list[str] = field(default_factory=list)  # the playbook's, for the operator
 
 
 def prepare(request: RunRequest) -> PreparedRun:
@@ -194,7 +195,7 @@ def _prepare(request: RunRequest) -> PreparedRun:
             request.options.base_dir,
             play_magic(request, containers),
         )
-    return PreparedRun(request, plays)
+    return PreparedRun(request, plays, book.warnings)
 
 
 def execute(
