@@ -352,8 +352,6 @@ def test_vars_files_are_found_in_the_vars_folder_first_as_in_ansible(tmp_path):
     write(tmp_path, "a: 1\n", "d.yml")
     folder = "- hosts: all\n  vars_files: [d.yml]\n  tasks: []\n"
     assert error(tmp_path, folder, InputError).endswith("cannot read file: Is a directory")
-    templated = "- hosts: all\n  vars_files: ['{{ env }}.yml']\n  tasks: []\n"
-    assert error(tmp_path, templated).endswith("(for a templated name, use an include_vars task)")
 
 
 def test_a_missing_vars_file_is_skipped_with_a_warning_as_ansible_skips_it(tmp_path):
@@ -380,8 +378,6 @@ def test_a_list_in_vars_files_takes_the_first_file_found(tmp_path):
     (warning,) = loaded.warnings
     assert warning.startswith(f"{tmp_path / 'site.yml'}:4: ")
     assert "vars file 'no1.yml' or 'no2.yml' not found" in warning
-    templated = "- hosts: all\n  vars_files:\n    - ['{{ os }}.yml', default.yml]\n"
-    assert error(tmp_path, templated).endswith("(for a templated name, use an include_vars task)")
 
 
 # ---------------------------------------------------------------- tags

@@ -23,8 +23,9 @@ from typing import Any
 
 from pctfleet.errors import InputError, PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
-from pctfleet.playbook import delegation, search
+from pctfleet.playbook import delegation
 from pctfleet.playbook.templating import syntax_problem
+from pctfleet.playbook.varsfiles import Entry, PlayVarsFiles
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
 from pctfleet.run.batches import parse_serial
 from pctfleet.run.playflow import parse_percentage
@@ -209,6 +210,7 @@ class Play:
     max_fail_percentage: float | None = None
     any_errors_fatal: bool = False
     gather_facts: bool = True  # as in Ansible; the facts come with the first probe
+    vars_files: PlayVarsFiles | None = None  # where a name is a template: per container
 
 
 @dataclass(frozen=True)
@@ -931,49 +933,36 @@ def _hosts(m: YamlMap, ctx: str) -> str:
     return hosts or "all"
 
 
-def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> dict[str, Any]:
-    """Each entry's file merged in order. An entry that is a list is a first-found
-    choice; where nothing is found the entry is skipped with a warning (ansible-core
-    2.19 skips it silently: measured)."""
-    merged: dict[str, Any] = {}
+def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> tuple[dict, PlayVarsFiles | None]:
+    """The play's vars_files (playbook/varsfiles.py): merged now where no name is a
+    template; else read for each container, and (None) nothing is merged now."""
     raw = m.get("vars_files")
     if raw is not None and not isinstance(raw, YamlList):
         raise _fail("'vars_files' must be a list of file names", m, "vars_files", ctx)
-    base = reader.path.parent
+    entries = []
     for i, entry in enumerate(raw or []):
         names = list(entry) if isinstance(entry, YamlList) else [entry]
         for name in names:
-            _check_vars_file_name(name, raw, i, ctx)
-        found = next(filter(None, (search.vars_file(n, base) for n in names)), None)
-        if found is None:
-            shown = " or ".join(repr(n) for n in names) or "[]"
-            reader.warnings.append(
-                f"{raw.where(i)}: {ctx}: vars file {shown} not found in {base}/vars or "
-                f"{base}: skipped, as ansible-playbook skips it"
-            )
-            continue
-        data = load_yaml(found, what="a mapping of variables")
-        if not isinstance(data, YamlMap):
-            what = f"vars file {str(found)!r} must hold a mapping"
-            raise _fail(f"{what}, got {brief(data)}", raw, i, ctx)
-        merged.update(_checked_names(data, "vars_files", ctx, var_names=True))
-    return merged
-
-
-def _check_vars_file_name(name: Any, raw: YamlList, i: int, ctx: str) -> None:
-    if not isinstance(name, str) or "{{" in name:
-        templated = isinstance(name, str)
-        hint = " (for a templated name, use an include_vars task)" if templated else ""
-        raise _fail(
-            f"vars_files entry must be a plain file name, got {brief(name)}{hint}", raw, i, ctx
-        )
+            if not isinstance(name, str):
+                raise _fail(f"vars_files entry must be a file name, got {brief(name)}", raw, i, ctx)
+            problem = syntax_problem(name)
+            if problem:
+                raise _fail(f"vars_files entry: {problem} in {brief(name)}", raw, i, ctx)
+        entries.append(Entry(tuple(names), raw.where(i), ctx))
+    files = PlayVarsFiles(tuple(entries), reader.path.parent)
+    if any(entry.templated for entry in entries):
+        return {}, files
+    merged, warnings = files.values_for({})
+    reader.warnings += warnings
+    return merged, None
 
 
 def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     name = _text(m, "name", "play", f"play #{index + 1}")
     ctx = f"play {name!r}"
     _check_play_keys(m, ctx)
-    variables = {**_mapping(m, "vars", ctx, var_names=True), **_vars_files(reader, m, ctx)}
+    files_vars, vars_files = _vars_files(reader, m, ctx)
+    variables = {**_mapping(m, "vars", ctx, var_names=True), **files_vars}
     tags = _tags(m, ctx)
     reader.new_play()
     from pctfleet.playbook import roles
@@ -997,6 +986,7 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
         defaults,
         **_flow_keys(m, ctx),
         gather_facts=bool(_bool(m, "gather_facts", ctx, True)),
+        vars_files=vars_files,
     )
 
 

@@ -54,15 +54,27 @@ class RunRequest:
 
 
 def container_vars(
-    inventory: Any, container: Any, play: Any, extra: dict, magic: PlayMagic | None = None
+    inventory: Any,
+    container: Any,
+    play: Any,
+    extra: dict,
+    magic: PlayMagic | None = None,
+    warnings: list[str] | None = None,
 ) -> dict[str, Any]:
-    """play defaults < all < group < node < container < play vars < extra vars < magic."""
+    """play defaults < all < group < node < container < play vars < vars_files < extra
+    vars < magic. A vars_files entry skipped for this container adds to `warnings`."""
     variables = dict(play.defaults or {})
     variables.update(inventory.vars_for(container, {}))
     variables.update(play.vars or {})
+    magic_vars = magic.for_container(container) if magic is not None else {}
+    files = getattr(play, "vars_files", None)
+    if files is not None:  # names rendered with what the play's tasks would see
+        found, skipped = files.values_for({**variables, **extra, **magic_vars})
+        variables.update(found)
+        if warnings is not None:
+            warnings += [w for w in skipped if w not in warnings]
     variables.update(extra)
-    if magic is not None:
-        variables.update(magic.for_container(container))
+    variables.update(magic_vars)
     return variables
 
 
@@ -101,6 +113,7 @@ def preflight(
     extra: dict,
     base_dir: str,
     magic: PlayMagic | None = None,
+    warnings: list[str] | None = None,
 ) -> None:
     """Render every task for every container before anything changes anywhere.
 
@@ -112,7 +125,8 @@ def preflight(
     if getattr(play, "gather_facts", False):  # gathered when the container is reached
         later.update({name: jinja2.ChainableUndefined(name=name) for name in gathered.NAMES})
     for container in containers:
-        variables = {**later, **container_vars(inventory, container, play, extra, magic)}
+        found = container_vars(inventory, container, play, extra, magic, warnings)
+        variables = {**later, **found}
         for task in tasks:
             for scope in _item_scopes(task, variables, later.keys(), base_dir):
                 _preflight_task(task, scope, later.keys(), base_dir)
@@ -194,6 +208,7 @@ def _prepare(request: RunRequest) -> PreparedRun:
             request.options.extra_vars,
             request.options.base_dir,
             play_magic(request, containers),
+            book.warnings,
         )
     return PreparedRun(request, plays, book.warnings)
 
