@@ -423,3 +423,13 @@ def test_a_test_on_an_undefined_value_names_the_variable(test):
         render(f"{{{{ typo.rc is {test} }}}}", {}, where="book.yml:3")
     assert "undefined variable 'typo'" in str(err.value)
     assert render("{{ typo.rc is undefined }}", {}, where="t") is True
+
+
+def test_contains_fails_on_an_undefined_list_item_even_after_a_match():
+    """ansible-core 2.19 fails `[1, typo] is contains(1)` (its lazy list renders every
+    item); a dict's undefined value is never looked at (measured with ansible-playbook)."""
+    with pytest.raises(TemplateError) as err:
+        render("{{ [1, typo] is contains(1) }}", {}, where="book.yml:3")
+    assert "undefined variable 'typo'" in str(err.value)
+    assert render("{{ {'a': typo} is contains('a') }}", {}, where="t") is True
+    assert render("{{ [1, 2] is contains(2) }}", {}, where="t") is True

@@ -9,6 +9,8 @@ import os.path
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import jinja2
+
 _TRUE = frozenset({"y", "yes", "on", "1", "true", "t"})
 _FALSE = frozenset({"n", "no", "off", "0", "false", "f"})
 
@@ -40,6 +42,16 @@ def _result(name: str) -> Callable[[Any], bool]:
     return test
 
 
+def _contains(seq: Any, value: Any) -> bool:
+    """`value in seq`; a list's undefined item is an error even after a match, as
+    ansible-core's lazy list renders every item first (measured on 2.19)."""
+    if isinstance(seq, list | tuple):
+        for item in seq:
+            if isinstance(item, jinja2.Undefined):
+                item._fail_with_undefined_error()
+    return value in seq
+
+
 def _nan(value: Any) -> bool:
     try:
         return math.isnan(value)
@@ -50,7 +62,7 @@ def _nan(value: Any) -> bool:
 TESTS: dict[str, Callable[..., bool]] = {
     "truthy": truthy,
     "falsy": falsy,
-    "contains": lambda seq, value: value in seq,
+    "contains": _contains,
     "any": lambda seq: any(seq),
     "all": lambda seq: all(seq),
     "subset": lambda a, b: set(a) <= set(b),
