@@ -44,6 +44,8 @@ def select_containers(
 
     if inventory and host:
         raise fail("give either -i INVENTORY or --host/--ct, not both", exitcodes.BAD_OPTIONS)
+    if not inventory and not host:
+        inventory = configured_inventory()
     if host:
         if not ct:
             raise fail("--host needs --ct (for example --ct 200,201)", exitcodes.BAD_OPTIONS)
@@ -56,8 +58,28 @@ def select_containers(
         except DiscoveryError as exc:
             raise fail(str(exc), exitcodes.UNREACHABLE) from None
     else:
-        raise fail("say where: -i INVENTORY, or --host NODE --ct 200", exitcodes.BAD_OPTIONS)
+        raise fail(
+            "say where: -i INVENTORY, --host NODE --ct 200, or 'inventory =' in ansible.cfg",
+            exitcodes.BAD_OPTIONS,
+        )
     return inv, inv.select(limit)
+
+
+def configured_inventory() -> Path | None:
+    """The inventory ansible.cfg (or ANSIBLE_INVENTORY) names, as ansible-playbook
+    would read it without -i; None where it names none."""
+    from pctfleet import ansiblecfg
+
+    config = ansiblecfg.read()
+    named = config.inventory
+    origin = config.path or "ANSIBLE_INVENTORY"
+    if len(named) > 1:
+        shown = ", ".join(map(str, named))
+        raise fail(f"{origin} names {len(named)} inventories ({shown}): pctfleet reads one, "
+                   "pass it with -i", exitcodes.BAD_OPTIONS)  # fmt: skip
+    if named and not named[0].exists():
+        raise fail(f"{origin}: inventory {named[0]} not found", exitcodes.BAD_OPTIONS)
+    return named[0] if named else None
 
 
 @dataclass
@@ -67,6 +89,7 @@ class Selection:
     inventory: Path | None = opt(
         "-i --inventory",
         "Inventory: a pctfleet or Ansible YAML file, an Ansible INI file, or a folder of them.",
+        shown="ansible.cfg's inventory, or ANSIBLE_INVENTORY",
     )
     host: str | None = opt(
         "--host", "Ad hoc: a Proxmox node address (use with --ct).", autocompletion=complete_host
@@ -94,11 +117,14 @@ class Selection:
 
     def unlock(self) -> None:
         """Register the vault passwords before any inventory, playbook or vars file is read."""
+        from pctfleet import ansiblecfg
         from pctfleet.playbook.vault import gather_secrets, set_vault_secrets
 
-        set_vault_secrets(
-            gather_secrets(self.vault_password_file or [], self.vault_id or [], self.ask_vault_pass)
-        )
+        files = list(self.vault_password_file or [])
+        configured = ansiblecfg.read().vault_password_file
+        if configured is not None:  # added to the command line's, as ansible-playbook adds it
+            files.append(configured)
+        set_vault_secrets(gather_secrets(files, self.vault_id or [], self.ask_vault_pass))
 
     def select(self, playbook_dir: Path | None = None):
         self.unlock()

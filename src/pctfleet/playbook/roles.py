@@ -13,12 +13,12 @@ params and `role_path` over registered results.
 
 from __future__ import annotations
 
-import configparser
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pctfleet import ansiblecfg
 from pctfleet.errors import PlaybookError, brief
 from pctfleet.playbook import loader as ld
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
@@ -63,16 +63,13 @@ def search_path(reader: Any) -> list[Path]:
 
 
 def _cfg_roles_path(base: Path) -> list[Path]:
-    cfg = base / "ansible.cfg"
-    if not cfg.is_file():
-        return []
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read(cfg)
-    except configparser.Error as exc:
-        raise PlaybookError(f"cannot read {cfg}: {exc}".splitlines()[0]) from None
-    raw = parser.get("defaults", "roles_path", fallback="")
-    return [base / os.path.expanduser(p) for p in raw.split(":") if p.strip()]
+    """roles_path of the ansible.cfg ansible-playbook reads (pctfleet.ansiblecfg); where
+    there is none, of an ansible.cfg next to the playbook."""
+    config = ansiblecfg.read()
+    if config.roles_path or config.path is not None:
+        return list(config.roles_path)
+    beside = ansiblecfg.read({"ANSIBLE_CONFIG": str(base / "ansible.cfg")}, base)
+    return list(beside.roles_path) if beside.path == base / "ansible.cfg" else []
 
 
 def find_role(reader: Any, name: str, where: str) -> Path:

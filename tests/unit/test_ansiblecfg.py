@@ -1,0 +1,136 @@
+"""ansible.cfg found and read as ansible-core finds it: inventory, vault_password_file and
+roles_path, so `pctfleet run site.yml` works in a repository made for ansible-playbook."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pctfleet import ansiblecfg, exitcodes
+from pctfleet.errors import InputError
+
+VAULT_FIXTURES = Path(__file__).parent / "vault_fixtures"
+
+
+@pytest.fixture(autouse=True)
+def no_system_config(monkeypatch, tmp_path):
+    monkeypatch.setattr(ansiblecfg, "SYSTEM", tmp_path / "no-such-system.cfg")
+
+
+def cfg(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ansible.cfg").write_text(text)
+    return folder / "ansible.cfg"
+
+
+def test_the_first_config_found_is_read_alone(tmp_path):
+    env = {"HOME": str(tmp_path / "home")}
+    home = cfg(tmp_path / "home", "[defaults]\ninventory = from-home.yml\n").rename(
+        tmp_path / "home/.ansible.cfg"
+    )
+    here = cfg(tmp_path / "repo", "[defaults]\nroles_path = r\n")
+    named = cfg(tmp_path / "named", "[defaults]\ninventory = named.ini\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", env["HOME"])
+        assert ansiblecfg.find({"ANSIBLE_CONFIG": str(named.parent)}, here.parent) == named
+        assert ansiblecfg.find({"ANSIBLE_CONFIG": str(named)}, here.parent) == named
+        assert ansiblecfg.find({}, here.parent) == here
+        assert ansiblecfg.find({}, tmp_path) == home
+        read = ansiblecfg.read({}, here.parent)  # one file, never merged with home's
+        assert (read.path, read.inventory, read.roles_path) == (here, (), (here.parent / "r",))
+
+
+def test_a_world_writable_current_folder_is_not_trusted(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    here = cfg(tmp_path / "shared", "[defaults]\ninventory = x.yml\n")
+    here.parent.chmod(0o777)
+    assert ansiblecfg.find({}, here.parent) is None
+    assert ansiblecfg.find({"ANSIBLE_CONFIG": str(here)}, here.parent) == here
+
+
+def test_paths_are_relative_to_the_file_and_variables_to_the_current_folder(tmp_path):
+    text = "[defaults]\ninventory = inv/a.yml, /abs/b.ini\nroles_path = r1:~/r2\n"
+    text += "vault_password_file = secret.txt\n"
+    path = cfg(tmp_path / "repo", text)
+    read = ansiblecfg.read({"ANSIBLE_CONFIG": str(path)}, tmp_path / "elsewhere")
+    assert read.inventory == (path.parent / "inv/a.yml", Path("/abs/b.ini"))
+    assert read.roles_path == (path.parent / "r1", Path(os.path.expanduser("~/r2")))
+    assert read.vault_password_file == path.parent / "secret.txt"
+    env = {"ANSIBLE_CONFIG": str(path), "ANSIBLE_INVENTORY": "hosts.ini"}
+    assert ansiblecfg.read(env, tmp_path).inventory == (tmp_path / "hosts.ini",)
+
+
+def test_a_broken_file_is_one_line_naming_it(tmp_path):
+    path = cfg(tmp_path, "inventory = x\n")  # no section header
+    with pytest.raises(InputError) as err:
+        ansiblecfg.read({"ANSIBLE_CONFIG": str(path)}, tmp_path)
+    assert str(err.value).startswith(f"{path}: not a valid ansible.cfg: ")
+    assert "\n" not in str(err.value)
+
+
+def pctfleet(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env["HOME"] = str(cwd)
+    argv = [sys.executable, "-m", "pctfleet", *args]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
+
+
+def repo(tmp_path: Path, config: str) -> Path:
+    """An Ansible user's repository: ansible.cfg, an INI inventory, a vaulted group_vars."""
+    root = tmp_path / "repo"
+    (root / "inventory/group_vars/all").mkdir(parents=True)
+    (root / "inventory/hosts.ini").write_text(
+        "[gpu]\nct200 ansible_host=127.0.0.1 ansible_port=1 ansible_user=root proxmox_vmid=200\n"
+    )
+    shutil.copy(VAULT_FIXTURES / "vars11.yml", root / "inventory/group_vars/all/vault.yml")
+    (root / ".vault-pass").write_text("hunter2\n")
+    cfg(root, config)
+    return root
+
+
+CONFIG = "[defaults]\ninventory = inventory/hosts.ini\nvault_password_file = .vault-pass\n"
+
+
+def test_without_i_the_configured_inventory_and_vault_password_are_used(tmp_path):
+    root = repo(tmp_path, CONFIG)
+    done = pctfleet(root, "exec", "--connect-timeout", "2", "--json", "--", "true")
+    # Read, vault included, up to the login: the node's port 1 refuses it.
+    assert done.returncode == exitcodes.UNREACHABLE, done.stderr
+    assert "cannot reach 127.0.0.1:1" in done.stdout
+
+
+def test_a_configured_inventory_needs_its_vault_password_like_any_other(tmp_path):
+    root = repo(tmp_path, CONFIG.replace("vault_password_file = .vault-pass\n", ""))
+    done = pctfleet(root, "exec", "--", "true")
+    assert done.returncode == exitcodes.PARSE_ERROR
+    assert "vault-encrypted data but no vault password" in done.stderr
+
+
+def test_where_nothing_says_where_ansible_cfg_is_named_as_a_way(tmp_path):
+    done = pctfleet(tmp_path, "exec", "--", "true")
+    assert done.returncode == exitcodes.BAD_OPTIONS
+    assert "or 'inventory =' in ansible.cfg" in done.stderr
+
+
+def test_a_configured_inventory_that_is_not_there_names_the_config(tmp_path):
+    cfg(tmp_path, "[defaults]\ninventory = nope.ini\n")
+    done = pctfleet(tmp_path, "exec", "--", "true")
+    assert done.returncode == exitcodes.BAD_OPTIONS
+    assert f"{tmp_path / 'ansible.cfg'}: inventory {tmp_path / 'nope.ini'} not found" in done.stderr
+
+
+def test_roles_path_comes_from_the_config_in_the_current_folder(tmp_path):
+    """As ansible-playbook: the ansible.cfg where the command runs, not the playbook's."""
+    cfg(tmp_path, "[defaults]\nroles_path = shared/roles\n")
+    (tmp_path / "shared/roles/greet/tasks").mkdir(parents=True)
+    (tmp_path / "shared/roles/greet/tasks/main.yml").write_text("- debug: {msg: hello}\n")
+    (tmp_path / "plays").mkdir()
+    (tmp_path / "plays/book.yml").write_text("- hosts: all\n  roles: [greet]\n")
+    done = pctfleet(tmp_path, "run", "plays/book.yml", "--local", "--json")
+    assert done.returncode == exitcodes.OK, done.stderr
+    assert '"msg": "hello"' in done.stdout
