@@ -111,15 +111,6 @@ KNOWN = {
         ),
         ("files", "fast"): (["after"], ["after", "next"]),
     },
-    # A meta whose `when` is false is recorded by Ansible as skipped (for end_play,
-    # for the first host, which reads the `when`); pctfleet records no meta.
-    "end_play": {
-        ("tasks", "fast"): (
-            [["slow one works", "skipped"], ["slow one ends the play", "skipped"]]
-            + [["after", "changed"], ["next play ran", "changed"]],
-            [["slow one works", "skipped"], ["after", "changed"], ["next play ran", "changed"]],
-        ),
-    },
 }
 
 

@@ -252,12 +252,17 @@ class ContainerEngine:
         self._run_list(wanted, handler=True, top=top, at=at, numbers=numbers, size=size)
 
     def _meta(self, task: Any, here: tuple[int, ...]) -> None:
+        started = time.monotonic()
         action = task.args["free_form"]
         if action in ("end_play", "end_batch") and self.flow.lockstep:
             holds, runner = self._meta_once(task)
         else:
             holds, runner = self._holds(task), self.run.key
         if not holds:
+            if runner == self.run.key:  # as Ansible: a skip, for the one that read the `when`
+                result = self._result(task, "skipped", "condition false", False, started)
+                self.run.tasks.append(result)
+                self.on_result(self.run, result)
             return
         if action == "flush_handlers":
             self._flush_handlers(here)

@@ -38,6 +38,8 @@ class TaskResult:
 
     def recap(self) -> list[str]:
         """The counters Ansible's recap adds this task to ("ok" includes "changed")."""
+        if self.module == "meta":  # a meta skipped by its `when` is listed, never counted
+            return []
         if self.rescued:
             return ["rescued"]
         if self.ignored:  # Ansible: ok and ignored, and changed if the failed result says so
