@@ -1,6 +1,8 @@
 """The compile probe: flashinfer's JIT build in miniature, in seconds, without a GPU.
 
-A tiny `.cu` that includes CCCL (`<cuda/std/type_traits>`, `<cub/cub.cuh>`)
+A tiny `.cu` that includes CCCL (`<cuda/std/type_traits>`, and CUB's
+`<cub/block/block_reduce.cuh>` as flashinfer's sampling kernels do: the whole of
+`<cub/cub.cuh>` cost 6 s more a probe and trips nothing more)
 and cuRAND's `<curand_kernel.h>` (cutlass includes it in flashinfer's prefill)
 is compiled with flashinfer's include order and `-gencode`, then linked
 `-shared ... -lcudart -lcuda` like a JIT module. CCCL's includes are what
@@ -26,7 +28,7 @@ from pctfleet.sh import q, snippet
 
 PROBE_SOURCE = r"""// pctfleet compile probe: flashinfer's JIT includes and link line, in miniature.
 #include <cuda/std/type_traits>
-#include <cub/cub.cuh>
+#include <cub/block/block_reduce.cuh>
 #include <curand_kernel.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
