@@ -1,7 +1,7 @@
 """Which variable wins, through ansible-playbook and pctfleet on the same files:
 group_vars/ and host_vars/ beside the inventory and beside the playbook, the
-inventory file's own vars, ansible_group_priority, a vault-encrypted vars file and
-a role's defaults (tests/varfiles).
+inventory file's own vars, ansible_group_priority, a vault-encrypted vars file, a
+role's defaults, and the play's vars_files named by a host variable (tests/varfiles).
 
 The node's address, SSH user and key come from inv/group_vars/all.yml and the
 container's id from inv/host_vars/h1.yml, so both tools also find the container
@@ -92,6 +92,8 @@ def outcomes(lab, tmp_path_factory) -> tuple[dict, dict]:
 def test_the_same_values_win(outcomes):
     theirs, ours = outcomes
     assert "p1=f-all\n" in theirs["values"]  # Ansible's run did render the tree
+    # vars_files named by a host variable; an undefined name skips its whole entry
+    assert "vf1=eu-west-file\nvf2=from-site\nvf3=default\n" in theirs["values"]
     assert ours["values"] == theirs["values"]
 
 
