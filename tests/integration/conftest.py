@@ -11,6 +11,25 @@ import pytest
 from pctfleet.lab import Lab
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With pytest-xdist's --dist loadscope: every test of this folder is one unit of
+    work, so one worker runs them one at a time (they share the one lab: its containers,
+    nodes and ports) while the other workers run the unit tests, a module at a time.
+    (xdist's loadgroup does not group under pytest 9: it rewrites a node id pytest 9
+    no longer reads.)"""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LabApart(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith("tests/integration/"):
+                return "tests/integration"
+            return super()._split_scope(nodeid)
+
+    return LabApart(config, log)
+
+
 def _lab_unavailable() -> str | None:
     if os.geteuid() != 0:
         return "the lab needs root"
