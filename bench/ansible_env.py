@@ -14,6 +14,7 @@ once), named `lab_pct_remote`. Every call it makes is the upstream plugin's.
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import json
 import os
@@ -32,17 +33,28 @@ HERE = Path(__file__).resolve().parent
 FORKS = 6
 
 
+def ready() -> bool:
+    """The venv is whole: its marker, written last, names this Ansible."""
+    return MARKER.exists() and MARKER.read_text().strip() == ANSIBLE
+
+
 def ensure_venv(say=print) -> Path:  # noqa: ANN001
-    """The Ansible venv, installed from PyPI on first use (a few minutes), then reused."""
-    if MARKER.exists() and MARKER.read_text().strip() == ANSIBLE:
+    """The Ansible venv, installed from PyPI on first use (a few minutes), then reused.
+    Two processes asking at once (the suite's two workers) build it once."""
+    if ready():
         return VENV
-    say(f"installing {ANSIBLE} (with paramiko) into {VENV}: once, a few minutes")
-    # The marker is written last: a half-made venv is made again from scratch.
-    shutil.rmtree(VENV, ignore_errors=True)
-    subprocess.run(["/usr/bin/python3", "-m", "venv", str(VENV)], check=True)
-    pip = [str(VENV / "bin/pip"), "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, ANSIBLE, "paramiko"], check=True)
-    MARKER.write_text(ANSIBLE + "\n")
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with (VENV.parent / ".bench-ansible-venv.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if ready():
+            return VENV
+        say(f"installing {ANSIBLE} (with paramiko) into {VENV}: once, a few minutes")
+        # The marker is written last: a half-made venv is made again from scratch.
+        shutil.rmtree(VENV, ignore_errors=True)
+        subprocess.run(["/usr/bin/python3", "-m", "venv", str(VENV)], check=True)
+        pip = [str(VENV / "bin/pip"), "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, ANSIBLE, "paramiko"], check=True)
+        MARKER.write_text(ANSIBLE + "\n")
     return VENV
 
 

@@ -5,7 +5,8 @@ it, for the settings that say where things are: `inventory`, `vault_password_fil
 ansible-core reads the first of: $ANSIBLE_CONFIG (a file, or a folder holding
 ansible.cfg), ./ansible.cfg (not when the current folder is world-writable),
 ~/.ansible.cfg, /etc/ansible/ansible.cfg. Paths in the file are relative to its
-folder; paths in the variables to the current folder. One file is read, never merged.
+folder; paths in the variables to the current folder; `~` and `$VARS` are expanded
+and `;` starts a comment, as in Ansible. One file is read, never merged.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from pctfleet.errors import InputError
 
 SYSTEM = Path("/etc/ansible/ansible.cfg")
+HOME_CONFIG = "~/.ansible.cfg"
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ def find(env: Mapping[str, str], cwd: Path) -> Path | None:
     local = cwd / "ansible.cfg"
     if local.is_file() and not _world_writable(cwd):
         return local
-    home = Path(os.path.expanduser("~/.ansible.cfg"))
+    home = Path(os.path.expanduser(HOME_CONFIG))
     return next((p for p in (home, SYSTEM) if p.is_file()), None)
 
 
@@ -75,7 +77,7 @@ def read(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ansib
 
 
 def _defaults(path: Path) -> dict[str, str]:
-    parser = configparser.ConfigParser(interpolation=None)
+    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";",))
     try:
         parser.read(path)
     except (configparser.Error, UnicodeDecodeError) as exc:
@@ -89,4 +91,5 @@ def _paths(found: tuple[str, Path] | None, separator: str | None) -> tuple[Path,
         return ()
     text, base = found
     parts = text.split(separator) if separator else [text]
-    return tuple(base / os.path.expanduser(p.strip()) for p in parts if p.strip())
+    paths = (os.path.expanduser(os.path.expandvars(p.strip())) for p in parts if p.strip())
+    return tuple(base / p for p in paths)

@@ -11,6 +11,7 @@ import pytest
 from pctfleet.lab import Lab
 
 
+@pytest.hookimpl(optionalhook=True)  # known only where pytest-xdist is installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """With pytest-xdist's --dist loadscope: every test of this folder is one unit of
     work, so one worker runs them one at a time (they share the one lab: its containers,

@@ -30,6 +30,7 @@ FILES = {
     "vars/fallback.yml": "size: small\nshape: round\n",
     "vars/prod.yml": "where: prod\n",
     "vars/gold-prod.yml": "colour: gold\n",
+    "vars/pointer.yml": "target: prod\n",
 }
 EXTRA = ["-e", "env=prod"]
 PLAYS = [
@@ -41,6 +42,9 @@ PLAYS = [
         "templated",
         ["{{ env }}.yml", "{{ tier }}-{{ env }}.yml", ["{{ nope }}.yml", "fallback.yml"]],
     ),
+    ("a filter covers it", ["{{ nope | default('prod') }}.yml"]),
+    ("found before the undefined name", [["fallback.yml", "{{ nope }}.yml"]]),
+    ("an earlier file names the next", ["pointer.yml", "{{ target }}.yml"]),
 ]
 SHOWN = ["where", "colour", "size", "shape"]
 
@@ -93,6 +97,9 @@ def test_each_play_reads_the_values_ansible_reads(outcomes):
     assert [theirs[f"templated: {v}"] for v in ("where", "colour", "size")] == [
         "prod", "gold", "unset",
     ]  # fmt: skip
+    assert theirs["a filter covers it: where"] == "prod"
+    assert theirs["found before the undefined name: shape"] == "round"
+    assert theirs["an earlier file names the next: where"] == "prod"
     assert ours == theirs
 
 
@@ -103,9 +110,7 @@ def test_what_ansible_skips_silently_is_named_in_a_warning(outcomes):
     assert "vars file 'nope.yml' not found" in warnings[0]
     assert "vars file 'no1.yml' or 'no2.yml' not found" in warnings[1]
     assert "play 'nothing found': vars file 'nope.yml' not found" in warnings[2]
-    assert (
-        "play 'templated': vars file '{{ nope }}.yml' or 'fallback.yml' reads nope" in warnings[3]
-    )
+    assert "play 'templated': vars file '{{ nope }}.yml': undefined variable 'nope'" in warnings[3]
     for warning in warnings:
         assert f"warning: {warning}" in done.stderr
 

@@ -17,18 +17,14 @@ from pctfleet.errors import InputError
 VAULT_FIXTURES = Path(__file__).parent / "vault_fixtures"
 
 
-@pytest.fixture(autouse=True)
-def no_system_config(monkeypatch, tmp_path):
-    monkeypatch.setattr(ansiblecfg, "SYSTEM", tmp_path / "no-such-system.cfg")
-
-
 def cfg(folder: Path, text: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "ansible.cfg").write_text(text)
     return folder / "ansible.cfg"
 
 
-def test_the_first_config_found_is_read_alone(tmp_path):
+def test_the_first_config_found_is_read_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(ansiblecfg, "HOME_CONFIG", "~/.ansible.cfg")
     env = {"HOME": str(tmp_path / "home")}
     home = cfg(tmp_path / "home", "[defaults]\ninventory = from-home.yml\n").rename(
         tmp_path / "home/.ansible.cfg"
@@ -46,7 +42,6 @@ def test_the_first_config_found_is_read_alone(tmp_path):
 
 
 def test_a_world_writable_current_folder_is_not_trusted(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
     here = cfg(tmp_path / "shared", "[defaults]\ninventory = x.yml\n")
     here.parent.chmod(0o777)
     assert ansiblecfg.find({}, here.parent) is None
@@ -65,6 +60,18 @@ def test_paths_are_relative_to_the_file_and_variables_to_the_current_folder(tmp_
     assert ansiblecfg.read(env, tmp_path).inventory == (tmp_path / "hosts.ini",)
 
 
+def test_comments_after_a_semicolon_and_variables_in_paths_as_in_ansible(tmp_path):
+    """Read off `ansible-config dump` (ansible-core 2.19) for the same file."""
+    text = "[defaults]\ninventory = hosts.ini ; prod\nvault_password_file = $PASS_DIR/.vp\n"
+    path = cfg(tmp_path, text)
+    read = ansiblecfg.read({"ANSIBLE_CONFIG": str(path)}, tmp_path)
+    assert read.inventory == (tmp_path / "hosts.ini",)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PASS_DIR", "/secrets")
+        read = ansiblecfg.read({"ANSIBLE_CONFIG": str(path)}, tmp_path)
+    assert read.vault_password_file == Path("/secrets/.vp")
+
+
 def test_a_broken_file_is_one_line_naming_it(tmp_path):
     path = cfg(tmp_path, "inventory = x\n")  # no section header
     with pytest.raises(InputError) as err:
@@ -73,8 +80,8 @@ def test_a_broken_file_is_one_line_naming_it(tmp_path):
     assert "\n" not in str(err.value)
 
 
-def pctfleet(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+def pctfleet(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")} | (env or {})
     env["HOME"] = str(cwd)
     argv = [sys.executable, "-m", "pctfleet", *args]
     return subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
@@ -112,7 +119,8 @@ def test_a_configured_inventory_needs_its_vault_password_like_any_other(tmp_path
 
 
 def test_where_nothing_says_where_ansible_cfg_is_named_as_a_way(tmp_path):
-    done = pctfleet(tmp_path, "exec", "--", "true")
+    (tmp_path / "empty.cfg").write_text("[defaults]\n")  # not this machine's /etc/ansible
+    done = pctfleet(tmp_path, "exec", "--", "true", env={"ANSIBLE_CONFIG": "empty.cfg"})
     assert done.returncode == exitcodes.BAD_OPTIONS
     assert "or 'inventory =' in ansible.cfg" in done.stderr
 
@@ -134,3 +142,16 @@ def test_roles_path_comes_from_the_config_in_the_current_folder(tmp_path):
     done = pctfleet(tmp_path, "run", "plays/book.yml", "--local", "--json")
     assert done.returncode == exitcodes.OK, done.stderr
     assert '"msg": "hello"' in done.stdout
+
+
+def test_ct_without_host_is_refused_not_read_as_the_whole_inventory(tmp_path):
+    root = repo(tmp_path, CONFIG)
+    done = pctfleet(root, "exec", "--ct", "200", "--", "true")
+    assert done.returncode == exitcodes.BAD_OPTIONS
+    assert "--ct needs --host" in done.stderr
+
+
+def test_inventory_discover_reads_the_configured_inventory_too(tmp_path):
+    root = repo(tmp_path, CONFIG)
+    done = pctfleet(root, "inventory", "discover", "--connect-timeout", "2", "--json")
+    assert "127.0.0.1" in done.stdout + done.stderr, (done.stdout, done.stderr)

@@ -154,7 +154,7 @@ def test_two_hosts_on_one_container_are_refused(tmp_path):
 
 def test_a_vault_encrypted_ini_file_is_refused_by_name(tmp_path):
     ansible_vault = Path("/var/cache/pctfleet/bench-ansible-venv/bin/ansible-vault")
-    if not ansible_vault.exists():
+    if not (ansible_vault.parent.parent / ".pctfleet-bench").exists():  # a whole venv
         pytest.skip("needs ansible-vault (installed by the differential tests)")
     (tmp_path / "pass").write_text("hunter2\n")
     (tmp_path / "hosts").write_text(f"[gpu]\n{HOST}\n")

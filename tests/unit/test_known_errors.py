@@ -54,6 +54,11 @@ CASES = {
         "cccl-present",
         "CCCL",
     ),
+    "no CUB headers, cuda/std there (the probe includes block_reduce.cuh)": (
+        "probe.cu:3:10: fatal error: cub/block/block_reduce.cuh: No such file or directory",
+        "cccl-present",
+        "CCCL",
+    ),
     "no cuRAND headers (flashinfer 0.6.10's prefill JIT, seen on an H200)": (
         "/opt/local-proof/venv/lib/python3.12/site-packages/flashinfer/data/cutlass/tools/util/"
         "include/cutlass/util/reference/device/tensor_fill.h:52:10: fatal error: "

@@ -138,3 +138,14 @@ def test_pip_resumes_cut_downloads_unless_the_container_says_otherwise(tmp_path:
     (tmp_path / "log").unlink()
     _, calls = _flaky(tmp_path, "pip", fails=0, message="", env="export PIP_RESUME_RETRIES=0")
     assert calls[0].endswith("resume=0")
+
+
+def test_a_network_hiccup_pip_got_past_does_not_make_a_later_failure_a_network_one(tmp_path):
+    got_past = (
+        "WARNING: Retrying (Retry(total=4, connect=None, read=None)) after connection broken "
+        "by 'ReadTimeoutError(\\\"Read timed out.\\\")': /simple/x/\\n"
+        "ERROR: No matching distribution found for x"
+    )
+    done, calls = _flaky(tmp_path, "pip", fails=9, message=got_past)
+    assert done.returncode == 1
+    assert len(calls) == 1

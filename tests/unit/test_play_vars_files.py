@@ -92,7 +92,7 @@ def test_an_undefined_variable_skips_the_entry_with_a_warning(tmp_path):
     book = play_of(tmp_path, "['{{ region }}.yml', '{{ site }}.yml']", SITES)
     found, warnings = values(book)
     assert found["pve1/200"]["dc"] == "eu-1"
-    assert any("'{{ region }}.yml' reads region, not defined here: skipped" in w for w in warnings)
+    assert any("'{{ region }}.yml': undefined variable 'region': skipped" in w for w in warnings)
 
 
 def test_a_name_that_reads_facts_is_refused_before_any_container_is_reached(tmp_path):
@@ -115,3 +115,25 @@ def test_preflight_collects_each_warning_once(tmp_path):
 def test_a_bad_template_is_refused_when_the_playbook_loads(tmp_path):
     with pytest.raises(InputError, match="book.yml:2: .*vars_files entry: template syntax error"):
         play_of(tmp_path, "['{{ site .yml']", {})
+
+
+def test_names_are_rendered_in_turn_as_ansible_renders_them(tmp_path):
+    files = {**SITES, "vars/default.yml": "dc: default\n", "vars/pointer.yml": "site: us\n"}
+    cases = {
+        "['{{ region | default(\"default\") }}.yml']": "default",  # a filter may cover it
+        "[[default.yml, '{{ region }}.yml']]": "default",  # found before the undefined one
+        "[pointer.yml, '{{ site }}.yml']": "us-1",  # an earlier entry's value names the file
+    }
+    for entries, wanted in cases.items():
+        found, warnings = values(play_of(tmp_path, entries, files))
+        assert (found["pve1/200"]["dc"], warnings) == (wanted, []), entries
+
+
+def test_role_vars_stay_above_a_templated_vars_file(tmp_path):
+    files = {
+        **SITES,
+        "roles/r/vars/main.yml": "dc: role\n",
+        "roles/r/tasks/main.yml": "- debug: {msg: hi}\n",
+    }
+    found, _ = values(play_of(tmp_path, "['{{ site }}.yml']", files, "  roles: [r]\n"))
+    assert found["pve1/200"]["dc"] == "role"  # as with a plain name: role vars win

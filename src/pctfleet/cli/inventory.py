@@ -28,8 +28,15 @@ def _nodes(inventory: Path | None, hosts: str | None) -> list:
     from pctfleet.inventory.checks import check_address
     from pctfleet.inventory.model import Node
 
+    if not inventory and not hosts:
+        from pctfleet.cli.options import configured_inventory
+
+        inventory = configured_inventory()
     if bool(inventory) == bool(hosts):
-        raise fail("give either -i INVENTORY or --host H[,H2...]", exitcodes.BAD_OPTIONS)
+        raise fail(
+            "give either -i INVENTORY or --host H[,H2...] (or 'inventory =' in ansible.cfg)",
+            exitcodes.BAD_OPTIONS,
+        )
     if inventory:
         return list(load_inventory(inventory).nodes.values())
     names = [h.strip() for h in (hosts or "").split(",") if h.strip()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -44,6 +45,8 @@ def select_containers(
 
     if inventory and host:
         raise fail("give either -i INVENTORY or --host/--ct, not both", exitcodes.BAD_OPTIONS)
+    if ct and not host:
+        raise fail("--ct needs --host NODE (the node that holds them)", exitcodes.BAD_OPTIONS)
     if not inventory and not host:
         inventory = configured_inventory()
     if host:
@@ -72,7 +75,7 @@ def configured_inventory() -> Path | None:
 
     config = ansiblecfg.read()
     named = config.inventory
-    origin = config.path or "ANSIBLE_INVENTORY"
+    origin = "ANSIBLE_INVENTORY" if os.environ.get("ANSIBLE_INVENTORY") else config.path
     if len(named) > 1:
         shown = ", ".join(map(str, named))
         raise fail(f"{origin} names {len(named)} inventories ({shown}): pctfleet reads one, "

@@ -63,7 +63,7 @@ KNOWN_ERRORS: list[KnownError] = [
         "incompatible, please check your include paths",
     ),
     KnownError(
-        r"(cuda/std/\w+|cub/cub\.cuh|thrust/\w+\.h): No such file or directory"
+        r"(cuda/std/\w+|cub/[\w/]+\.cuh|thrust/\w+\.h): No such file or directory"
         r"|cannot open source file \"(cuda/std/|cub/|thrust/)",
         "no CCCL headers: flashinfer 0.5.x bundles none and needs nvidia-cuda-cccl",
         "cccl-present",

@@ -952,7 +952,7 @@ def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> tuple[dict, PlayVarsFi
     files = PlayVarsFiles(tuple(entries), reader.path.parent)
     if any(entry.templated for entry in entries):
         return {}, files
-    merged, warnings = files.values_for({})
+    merged, warnings = files.values_for({}, {})
     reader.warnings += warnings
     return merged, None
 
@@ -969,8 +969,11 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
 
     role_tasks, role_vars = roles.play_roles(reader, m, ctx)
     tasks = [*role_tasks, *_task_list(reader, m, "tasks", ctx, handler=False)]
-    # Ansible's public roles: their vars/ (and a roles entry's `vars:`) are play variables.
+    # Ansible's public roles: their vars/ (and a roles entry's `vars:`) are play variables,
+    # above vars_files (those read for each container too).
     variables = {**variables, **reader.role_vars, **role_vars}
+    if vars_files is not None:
+        vars_files.over = {**reader.role_vars, **role_vars}
     tasks = _Inherit(tags=tags).apply(tasks)
     handlers = [*_task_list(reader, m, "handlers", ctx, handler=True), *reader.role_handlers]
     _check_notify([*leaves(tasks), *handlers], handlers)

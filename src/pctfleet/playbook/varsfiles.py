@@ -5,7 +5,8 @@ no file found is skipped (Ansible says nothing; pctfleet warns). A name may be a
 template: it is rendered for each container with its inventory variables, the
 play's `vars` and the extra vars, so `vars/{{ site }}.yml` reads one file for
 one site's containers and another for the next. An entry whose template reads a
-variable that is not defined is skipped, with a warning, as in Ansible. Facts
+variable that is not defined is skipped, with a warning, as in Ansible; names
+are rendered in turn, each seeing what the entries before it read. Facts
 are gathered by the play's first task, after the play's variables are set:
 a name that reads them is refused with the way out (an include_vars task).
 """
@@ -13,12 +14,13 @@ a name that reads them is refused with the way out (an include_vars task).
 from __future__ import annotations
 
 import threading
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pctfleet.errors import PlaybookError, brief
+from pctfleet.errors import PlaybookError, TemplateError, brief
 from pctfleet.facts import gathered
 from pctfleet.inventory import VAR_NAME_RE
 from pctfleet.playbook import search
@@ -47,39 +49,59 @@ class PlayVarsFiles:
 
     entries: tuple[Entry, ...]
     base: Path  # the playbook's folder
+    over: dict[str, Any] = field(default_factory=dict)  # role vars: above every file
     _read: dict[Path, dict[str, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def values_for(self, scope: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """The entries' variables merged in order, and a warning for each one skipped."""
+    def values_for(
+        self, below: Mapping[str, Any], above: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The entries' variables merged in order, then the role vars; and a warning for
+        each entry skipped. Each name is rendered as Ansible renders it: in turn, seeing
+        `below` (inventory and play vars), what earlier entries read, then `above`
+        (extra vars, magic variables)."""
         merged: dict[str, Any] = {}
         warnings: list[str] = []
         for entry in self.entries:
-            names = rendered_names(entry, scope) if entry.templated else entry.names
-            if isinstance(names, str):  # why it was skipped
-                warnings.append(names)
-                continue
-            found = self.read(entry, names)
-            if found is None:
-                warnings.append(not_found(entry, names, self.base))
-            else:
+            scope = ChainMap(dict(above), merged, dict(below))
+            found, skipped = self.first_found(entry, scope)
+            if found is not None:
                 merged.update(found)
+            elif skipped:
+                warnings.append(skipped)
+        merged.update(self.over)
         return merged, warnings
 
-    def read(self, entry: Entry, names: tuple[str, ...]) -> dict[str, Any] | None:
-        path = next(filter(None, (search.vars_file(n, self.base) for n in names)), None)
-        if path is None:
-            return None
+    def first_found(self, entry: Entry, scope: Mapping[str, Any]) -> tuple[dict | None, str]:
+        """The first of the entry's files that exists, read; else why it was skipped."""
+        names = []
+        for name in entry.names:
+            try:
+                rendered = rendered_name(entry, name, scope)
+            except Undefined as err:
+                return None, f"{entry.where}: {entry.ctx}: vars file {name!r}: {err}: {SKIPPED}"
+            names.append(rendered)
+            path = search.vars_file(rendered, self.base)
+            if path is not None:
+                return self.read(path, entry), ""
+        return None, not_found(entry, tuple(names), self.base)
+
+    def read(self, path: Path, entry: Entry) -> dict[str, Any]:
         with self._lock:  # containers' threads share one read of each file
             if path not in self._read:
                 self._read[path] = load_file(path, entry)
             return self._read[path]
 
 
-def rendered_names(entry: Entry, scope: Mapping[str, Any]) -> tuple[str, ...] | str:
-    """The entry's names rendered in `scope`, or the warning that skips it."""
-    wanted = referenced_names(list(entry.names))
-    facts = sorted(wanted & gathered.NAMES)
+class Undefined(Exception):
+    """A name's template read a variable that is not defined (the message names it)."""
+
+
+def rendered_name(entry: Entry, name: str, scope: Mapping[str, Any]) -> str:
+    """`name` rendered in `scope`; Undefined where it reads an undefined variable."""
+    if "{{" not in name and "{%" not in name:
+        return name
+    facts = sorted(referenced_names(name) & gathered.NAMES)
     if facts:
         raise PlaybookError(
             f"{entry.ctx}: vars_files entry {shown(entry.names)} reads facts "
@@ -87,20 +109,19 @@ def rendered_names(entry: Entry, scope: Mapping[str, Any]) -> tuple[str, ...] | 
             "set: read the file with an include_vars task instead",
             where=entry.where,
         )
-    missing = sorted(name for name in wanted if name not in scope)
-    if missing:
-        return (
-            f"{entry.where}: {entry.ctx}: vars file {shown(entry.names)} reads "
-            f"{', '.join(missing)}, not defined here: {SKIPPED}"
+    try:
+        rendered = render(name, scope, where=f"{entry.where}: {entry.ctx}")
+    except TemplateError as err:
+        why = str(err).rpartition(": undefined variable")
+        if why[1]:
+            raise Undefined(f"undefined variable{why[2]}") from None
+        raise
+    if not isinstance(rendered, str) or not rendered:
+        raise PlaybookError(
+            f"{entry.ctx}: a vars_files name must render to a file name, got {brief(rendered)}",
+            where=entry.where,
         )
-    names = render(list(entry.names), scope, where=f"{entry.where}: {entry.ctx}")
-    for name in names:
-        if not isinstance(name, str) or not name:
-            raise PlaybookError(
-                f"{entry.ctx}: a vars_files name must render to a file name, got {brief(name)}",
-                where=entry.where,
-            )
-    return tuple(names)
+    return rendered
 
 
 def load_file(path: Path, entry: Entry) -> dict[str, Any]:

@@ -61,15 +61,15 @@ def container_vars(
     magic: PlayMagic | None = None,
     warnings: list[str] | None = None,
 ) -> dict[str, Any]:
-    """play defaults < all < group < node < container < play vars < vars_files < extra
-    vars < magic. A vars_files entry skipped for this container adds to `warnings`."""
+    """play defaults < all < group < node < container < play vars < vars_files < role
+    vars < extra vars < magic. A vars_files entry skipped here adds to `warnings`."""
     variables = dict(play.defaults or {})
     variables.update(inventory.vars_for(container, {}))
     variables.update(play.vars or {})
     magic_vars = magic.for_container(container) if magic is not None else {}
     files = getattr(play, "vars_files", None)
     if files is not None:  # names rendered with what the play's tasks would see
-        found, skipped = files.values_for({**variables, **extra, **magic_vars})
+        found, skipped = files.values_for(variables, {**extra, **magic_vars})
         variables.update(found)
         if warnings is not None:
             warnings += [w for w in skipped if w not in warnings]

@@ -26,7 +26,7 @@ pctfleet_pip() {
 }
 # What pip and uv print when the network, not the request, failed: a download cut
 # short, a timeout, a reset, a name that did not resolve, a server-side 5xx.
-PCTFLEET_NET_ERRORS='incomplete-download|IncompleteRead|Connection broken|[Tt]imed out|ReadTimeout|ConnectTimeout|Connection reset|Connection aborted|Connection refused|NewConnectionError|Max retries exceeded|[Nn]ame resolution|dns error|error sending request|50[0-9] (Server Error|Service Unavailable|Bad Gateway|Gateway Time)'
+PCTFLEET_NET_ERRORS='incomplete-download|IncompleteRead|Connection broken|[Tt]imed out|ReadTimeout|ConnectTimeout|Connection reset|Connection aborted|Connection refused|NewConnectionError|Max retries exceeded|[Nn]ame resolution|dns error|error sending request|50[234] (Server Error|Service Unavailable|Bad Gateway|Gateway Time)'
 PCTFLEET_NET_TRIES=${PCTFLEET_NET_TRIES:-3}
 PCTFLEET_NET_PAUSE=${PCTFLEET_NET_PAUSE:-5}
 # pctfleet_net_retry CMD...: run an installer; when it fails on the network, run it
@@ -39,8 +39,9 @@ pctfleet_net_retry() {
     pn_err=$(mktemp) || return
     "$@" 2>"$pn_err" && pn_rc=0 || pn_rc=$?
     cat "$pn_err" >&2
+    # pip's "Retrying (Retry(...)) after connection broken" lines are ones it got past.
     if [ "$pn_rc" -eq 0 ] || [ "$pn_try" -ge "$PCTFLEET_NET_TRIES" ] \
-      || ! grep -Eq "$PCTFLEET_NET_ERRORS" "$pn_err"; then
+      || ! grep -v 'Retrying (Retry(' "$pn_err" | grep -Eq "$PCTFLEET_NET_ERRORS"; then
       rm -f "$pn_err"
       return "$pn_rc"
     fi
