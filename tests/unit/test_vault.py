@@ -24,7 +24,7 @@ from pctfleet.transport.local import LocalTarget
 
 FIXTURES = Path(__file__).parent / "vault_fixtures"  # made by ansible-vault
 ANSIBLE_VAULT = Path("/var/cache/pctfleet/bench-ansible-venv/bin/ansible-vault")
-WHOLE_VENV = ANSIBLE_VAULT.parent.parent / ".pctfleet-bench"
+WHOLE_VENV = ANSIBLE_VAULT.parent.parent / ".pctfleet-bench"  # its installer writes this last
 DEFAULT = vault.VaultSecret("default", b"hunter2")  # vars11.yml, inline.yml
 OPS = vault.VaultSecret("ops", b"blue-sky")  # vars12.yml
 
