@@ -63,17 +63,25 @@ def login(info, caplog, keys: list[str]) -> list[str]:
     return packets(caplog)
 
 
-def test_sshd_takes_the_signature_sent_before_its_service_accept(info, caplog):
-    wire = login(info, caplog, [str(info.identity)])
+# Each test that reads the order of writes against sshd's answers runs with +50 ms each
+# way: an answer that came back in a few microseconds could otherwise be logged by
+# paramiko's reader thread between two writes the product issued back to back, and
+# the log would show a wait that never happened.
+
+
+def test_sshd_takes_the_signature_sent_before_its_service_accept(lab, info, caplog):
+    with lab.latency(info.nodes[0].name, 50):
+        wire = login(info, caplog, [str(info.identity)])
     assert wire.index("write userauth-request") < wire.index("read service-accept")
     assert wire.count("write userauth-request") == 1
     assert "read userauth-success" in wire
 
 
-def test_a_refused_key_then_the_right_one_both_pipelined(info, caplog, tmp_path):
+def test_a_refused_key_then_the_right_one_both_pipelined(lab, info, caplog, tmp_path):
     wrong = tmp_path / "wrong"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
-    wire = login(info, caplog, [str(wrong), str(info.identity)])
+    with lab.latency(info.nodes[0].name, 50):
+        wire = login(info, caplog, [str(wrong), str(info.identity)])
     assert wire.count("write userauth-request") == 2
     assert "read userauth-failure" in wire
     failure = wire.index("read userauth-failure")
@@ -108,7 +116,6 @@ def login_with_channels(info, caplog, keys: list[str], channels: int) -> tuple[l
 
 
 def test_channels_asked_behind_the_login_carry_the_first_commands(lab, info, caplog):
-    # +50 ms each way: sshd's answer to the login cannot overtake our next writes.
     with lab.latency(info.nodes[0].name, 50):
         wire, printed = login_with_channels(info, caplog, [str(info.identity)], 2)
     assert printed == ["channel-0\n", "channel-1\n", None]
