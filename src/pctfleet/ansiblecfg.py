@@ -1,6 +1,7 @@
 """The ansible.cfg an Ansible user's repository already has, found as ansible-core finds
 it, for the settings that say where things are: `inventory`, `vault_password_file` and
-`roles_path` (section `[defaults]`, or their ANSIBLE_* variables, which win).
+`roles_path` (section `[defaults]`, or their ANSIBLE_* variables, which win), and the
+node login proxmox_pct_remote takes from it (see `NodeLogin`).
 
 ansible-core reads the first of: $ANSIBLE_CONFIG (a file, or a folder holding
 ansible.cfg), ./ansible.cfg (not when the current folder is world-writable),
@@ -25,11 +26,58 @@ HOME_CONFIG = "~/.ansible.cfg"
 
 
 @dataclass(frozen=True)
+class NodeLogin:
+    """How proxmox_pct_remote logs in to a node when the inventory's host variables
+    (ansible_user, ansible_port, ansible_ssh_private_key_file, ...) do not say; each
+    value names where it came from, for messages."""
+
+    user: tuple[str, str] | None = None  # (value, where)
+    port: tuple[int, str] | None = None
+    identity: tuple[Path, str] | None = None
+    host_key_checking: tuple[bool, str] | None = None
+
+
+@dataclass(frozen=True)
 class AnsibleConfig:
     path: Path | None  # the file read; None when there is none
     inventory: tuple[Path, ...] = ()
     vault_password_file: Path | None = None
     roles_path: tuple[Path, ...] = ()
+    login: NodeLogin = NodeLogin()
+
+
+# Where ansible-core 2.19 looks, first found wins (measured with ansible-playbook -vvv
+# against proxmox_pct_remote, tests/unit/test_ansible_login_differential.py). The
+# [defaults] user and key outrank the [paramiko_connection] ones and their variables
+# because they reach the plugin as the play's remote_user and --private-key's default;
+# the port has no such path, so there the later-listed source wins, as in the plugin.
+# ("env", NAME) or (SECTION, KEY); a [defaults] path is relative to the file's
+# folder, the others (the plugin's plain strings) to the current folder.
+USER_SOURCES = (
+    ("env", "ANSIBLE_REMOTE_USER"),
+    ("defaults", "remote_user"),
+    ("env", "ANSIBLE_PARAMIKO_REMOTE_USER"),
+    ("paramiko_connection", "remote_user"),
+)
+PORT_SOURCES = (
+    ("env", "ANSIBLE_REMOTE_PARAMIKO_PORT"),
+    ("env", "ANSIBLE_REMOTE_PORT"),
+    ("paramiko_connection", "remote_port"),
+    ("defaults", "remote_port"),
+)
+IDENTITY_SOURCES = (
+    ("env", "ANSIBLE_PRIVATE_KEY_FILE"),
+    ("defaults", "private_key_file"),
+    ("env", "ANSIBLE_PARAMIKO_PRIVATE_KEY_FILE"),
+    ("paramiko_connection", "private_key_file"),
+)
+HOST_KEY_SOURCES = (
+    ("env", "ANSIBLE_PARAMIKO_HOST_KEY_CHECKING"),
+    ("env", "ANSIBLE_SSH_HOST_KEY_CHECKING"),
+    ("env", "ANSIBLE_HOST_KEY_CHECKING"),
+    ("paramiko_connection", "host_key_checking"),
+    ("defaults", "host_key_checking"),
+)
 
 
 def find(env: Mapping[str, str], cwd: Path) -> Path | None:
@@ -59,7 +107,8 @@ def read(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ansib
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else cwd
     path = find(env, cwd)
-    values = _defaults(path) if path else {}
+    sections = _sections(path) if path else {}
+    values = sections.get("defaults", {})
     folder = path.parent if path else cwd
 
     def setting(key: str) -> tuple[str, Path] | None:
@@ -73,17 +122,70 @@ def read(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ansib
         _paths(setting("inventory"), ","),
         next(iter(_paths(setting("vault_password_file"), None)), None),
         _paths(setting("roles_path"), ":"),
+        _login(env, sections, path, cwd),
     )
 
 
-def _defaults(path: Path) -> dict[str, str]:
+def _login(
+    env: Mapping[str, str], sections: Mapping[str, Mapping[str, str]], path: Path | None, cwd: Path
+) -> NodeLogin:
+    def first(sources: tuple[tuple[str, str], ...]) -> tuple[str, str, Path] | None:
+        """(value, where, base folder) of the first source that sets one."""
+        for section, key in sources:
+            if section == "env":
+                if env.get(key):
+                    return env[key], key, cwd
+            elif sections.get(section, {}).get(key):
+                base = path.parent if section == "defaults" and path else cwd
+                return sections[section][key], f"{path} [{section}] {key}", base
+        return None
+
+    user, port, identity, checking = (
+        first(s) for s in (USER_SOURCES, PORT_SOURCES, IDENTITY_SOURCES, HOST_KEY_SOURCES)
+    )
+    return NodeLogin(
+        user=(user[0], user[1]) if user else None,
+        port=(_port(port[0], port[1]), port[1]) if port else None,
+        identity=_identity(identity) if identity else None,
+        host_key_checking=(_boolean(checking[0], checking[1]), checking[1]) if checking else None,
+    )
+
+
+def _port(text: str, where: str) -> int:
+    try:
+        port = int(text.strip())
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise InputError(f"{where}: must be a port number 1-65535, got {text!r}")
+    return port
+
+
+def _identity(found: tuple[str, str, Path]) -> tuple[Path, str]:
+    text, where, base = found
+    return base / os.path.expanduser(os.path.expandvars(text.strip())), where
+
+
+# ansible-core's boolean spellings (module_utils.parsing.convert_bool).
+_TRUE = {"y", "yes", "on", "1", "true", "t", "1.0"}
+_FALSE = {"n", "no", "off", "0", "false", "f", "0.0"}
+
+
+def _boolean(text: str, where: str) -> bool:
+    word = text.strip().lower()
+    if word not in _TRUE | _FALSE:
+        raise InputError(f"{where}: must be a boolean (yes/no, true/false), got {text!r}")
+    return word in _TRUE
+
+
+def _sections(path: Path) -> dict[str, dict[str, str]]:
     parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";",))
     try:
         parser.read(path)
     except (configparser.Error, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{path}: not a valid ansible.cfg: {first}") from None
-    return dict(parser["defaults"]) if parser.has_section("defaults") else {}
+    return {name: dict(parser[name]) for name in parser.sections()}
 
 
 def _paths(found: tuple[str, Path] | None, separator: str | None) -> tuple[Path, ...]:

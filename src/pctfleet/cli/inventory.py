@@ -141,3 +141,41 @@ def discover_command(*, opts: DiscoverOptions, conn: Connection, sel: Selection)
     for line in failures(found):
         typer.secho(f"error: {visible(line)}", err=True, fg="red")
     return exitcodes.UNREACHABLE if any(f.error for f in found) else exitcodes.OK
+
+
+@dataclass
+class ShowOptions:
+    panel: ClassVar[str] = "Output"
+
+    as_json: bool = flag("--json", "One JSON document on stdout.")
+
+
+@inventory_app.command("show")
+@grouped(
+    opts=ShowOptions,
+    conn=use(Connection, "user", "port", "identity"),
+    sel=use(Selection, "inventory", "host", "ct", "limit", *Selection.VAULT_FIELDS),
+)
+def show_command(*, opts: ShowOptions, conn: Connection, sel: Selection) -> int:
+    """The containers a command would select, and how each node would be logged in to
+    (nothing is contacted).
+
+    The login is the one every other command uses: --user/--port/--identity, then the
+    inventory (ansible_user, ansible_port, ansible_ssh_private_key_file, ...), then, for
+    an Ansible inventory, ansible.cfg and ANSIBLE_* (remote_user, remote_port,
+    private_key_file), then ~/.ssh/config. Exit 0.
+
+    Examples:
+
+      pctfleet inventory show -i inventory.yml --limit canary
+      pctfleet inventory show --json
+    """
+    from pctfleet.cli.logins import login_rows, login_table
+
+    _, selected = sel.select()
+    nodes, containers = login_rows(selected, conn.options())
+    if opts.as_json:
+        typer.echo(json.dumps({"nodes": nodes, "containers": containers}, indent=2))
+    else:
+        typer.echo(login_table(nodes, containers))
+    return exitcodes.OK

@@ -46,7 +46,11 @@ COMMANDS: dict[str, tuple[str, str, dict]] = {
     "connections": ("pctfleet.cli.connections", "connections_command", {}),
 }
 GROUPS: dict[str, tuple[str, str, str | None]] = {
-    "inventory": ("pctfleet.cli.inventory", "inventory_app", "Inventories read from the nodes."),
+    "inventory": (
+        "pctfleet.cli.inventory",
+        "inventory_app",
+        "What an inventory selects; what the nodes hold.",
+    ),
     "lab": ("pctfleet.lab.cli", "lab_app", "A local Proxmox-like lab: sshd nodes, LXC containers."),
     "runs": ("pctfleet.cli.runs", "runs_app", None),
 }

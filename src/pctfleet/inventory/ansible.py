@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pctfleet.ansiblecfg import NodeLogin
 from pctfleet.errors import InventoryError, brief
 from pctfleet.inventory.checks import (
     CTID_HELP,
@@ -31,15 +32,22 @@ from pctfleet.playbook.yamlsrc import YamlMap
 ANSIBLE_GROUP_KEYS = ("hosts", "children", "vars")
 PRIORITY = "ansible_group_priority"
 # Host vars that describe the connection; they configure the node and are not
-# passed on as container vars.
+# passed on as container vars. Where several name one setting, the one listed last
+# wins, as in proxmox_pct_remote's option lists (measured: ansible_ssh_host over
+# ansible_host, ansible_paramiko_user over both user names).
 ANSIBLE_CONNECTION_VARS = {
     "ansible_host": "address",
     "ansible_ssh_host": "address",
+    "ansible_paramiko_host": "address",
     "ansible_port": "port",
     "ansible_ssh_port": "port",
+    "ansible_paramiko_port": "port",
     "ansible_user": "user",
     "ansible_ssh_user": "user",
+    "ansible_paramiko_user": "user",
+    "ansible_private_key_file": "identity",
     "ansible_ssh_private_key_file": "identity",
+    "ansible_paramiko_private_key_file": "identity",
     "proxmox_vmid": "ctid",
     "pctfleet_max_sessions": "max_sessions",
 }
@@ -103,9 +111,13 @@ class _AnsibleReader:
                 spec.members.append(name)
 
 
-def parse_ansible(doc: YamlMap | list[YamlMap], src: Src) -> Inventory:
+def parse_ansible(
+    doc: YamlMap | list[YamlMap], src: Src, login: NodeLogin | None = None
+) -> Inventory:
     """One Ansible inventory from one document, or from several (a folder's files:
-    groups and hosts met again are merged, later variables winning)."""
+    groups and hosts met again are merged, later variables winning). `login`: the node
+    login of ansible.cfg and ANSIBLE_*, for what host variables leave out."""
+    login = login or NodeLogin()
     reader = _AnsibleReader(src)
     for part in doc if isinstance(doc, list) else [doc]:
         for key in part:
@@ -126,7 +138,7 @@ def parse_ansible(doc: YamlMap | list[YamlMap], src: Src) -> Inventory:
         effective = _ansible_host_vars(host, all_spec.vars, own, reader.groups, src)
         if "proxmox_vmid" not in effective:
             continue  # not a container (e.g. the Proxmox node itself)
-        container = _ansible_container(src, host, effective, nodes)
+        container = _ansible_container(src, host, effective, nodes, login)
         # Two hosts on one container would run every task on it twice, at once.
         if (other := owner.setdefault(container.key, host.name)) != host.name:
             raise InventoryError(
@@ -178,18 +190,17 @@ def _ansible_host_vars(
 
 
 def _ansible_container(
-    src: Src, host: _AnsibleHost, hv: Mapping[str, Any], nodes: dict[str, Node]
+    src: Src, host: _AnsibleHost, hv: Mapping[str, Any], nodes: dict[str, Node], login: NodeLogin
 ) -> Container:
     ctx = f"host {host.name!r}"
-    conn = {
-        field_: hv[var] for var, field_ in reversed(ANSIBLE_CONNECTION_VARS.items()) if var in hv
-    }
+    named = {field_: var for var, field_ in ANSIBLE_CONNECTION_VARS.items() if var in hv}
+    conn = {field_: hv[var] for field_, var in named.items()}
     ctid = check_ctid(conn["ctid"])
     if ctid is None:
         raise InventoryError(
             f"{ctx}: proxmox_vmid {brief(conn['ctid'])} is invalid ({CTID_HELP})", where=host.where
         )
-    node = _ansible_node(host, conn, ctx)
+    node = _ansible_node(host, conn, named, login)
     known = nodes.setdefault(node.name, node)
     if known != node:
         raise InventoryError(
@@ -200,36 +211,37 @@ def _ansible_container(
     return Container(known, ctid, host.name, vars=_strip_connection(host.vars), host=host.name)
 
 
-def _ansible_node(host: _AnsibleHost, conn: Mapping[str, Any], ctx: str) -> Node:
+def _ansible_node(
+    host: _AnsibleHost, conn: Mapping[str, Any], named: Mapping[str, str], login: NodeLogin
+) -> Node:
+    """The node `conn` names; what the host's variables leave out comes from ansible.cfg
+    and ANSIBLE_* (`login`), then port 22 and user root."""
+    ctx = f"host {host.name!r}"
+
+    def bad(field_: str, problem: str) -> InventoryError:
+        return InventoryError(f"{ctx}: {named[field_]} {problem}", where=host.where)
+
     if "address" not in conn:
         raise InventoryError(
             f"{ctx}: has proxmox_vmid but no ansible_host (the address of its Proxmox node)",
             where=host.where,
         )
-    problem = check_address(conn["address"])
-    port = valid_port(conn.get("port", 22))
-    if problem or port is None:
-        detail = (
-            f"ansible_host {problem}"
-            if problem
-            else f"ansible_port must be an integer 1-65535, got {brief(conn.get('port'))}"
-        )
-        raise InventoryError(f"{ctx}: {detail}", where=host.where)
-    user = conn.get("user", "root")
-    if check_address(user):
-        raise InventoryError(f"{ctx}: ansible_user {check_address(user)}", where=host.where)
+    if problem := check_address(conn["address"]):
+        raise bad("address", problem)
+    port = valid_port(conn["port"]) if "port" in conn else (login.port or (22, ""))[0]
+    if port is None:
+        raise bad("port", f"must be an integer 1-65535, got {brief(conn['port'])}")
+    user, user_from = (conn["user"], None) if "user" in conn else login.user or ("root", None)
+    if problem := check_address(user):
+        raise InventoryError(f"{user_from}: {problem}") if user_from else bad("user", problem)
     identity = conn.get("identity")
     if identity is not None and (not isinstance(identity, str) or not identity.strip()):
-        raise InventoryError(
-            f"{ctx}: ansible_ssh_private_key_file must be a path", where=host.where
-        )
+        raise bad("identity", "must be a path")
+    key = expand_path(identity) if identity is not None else login.identity and login.identity[0]
     sessions = conn.get("max_sessions")
     if sessions is not None and valid_sessions(sessions) is None:
-        raise InventoryError(
-            f"{ctx}: pctfleet_max_sessions must be an integer >= 1, got {brief(sessions)}",
-            where=host.where,
-        )
-    node = Node(conn["address"], conn["address"], port, user, expand_path(identity))
+        raise bad("max_sessions", f"must be an integer >= 1, got {brief(sessions)}")
+    node = Node(conn["address"], conn["address"], port, user, str(key) if key else None)
     return replace(node, max_sessions=valid_sessions(sessions) if sessions is not None else None)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pctfleet import ansiblecfg
 from pctfleet.errors import InputError, InventoryError, brief
 from pctfleet.heap import fewer_collections
 from pctfleet.inventory.ansible import ANSIBLE_CONNECTION_VARS, ANSIBLE_GROUP_KEYS, parse_ansible
@@ -84,7 +85,7 @@ def _folder_inventory(folder: Path, var_folders: Sequence[Path | str]) -> Invent
         raise InventoryError("no inventory file in this folder", where=str(folder))
     src = Src(str(folder))
     src.var_files = var_files(var_folders, ANSIBLE_CONNECTION_VARS)
-    return parse_ansible(docs, src)
+    return parse_ansible(docs, src, ansiblecfg.read().login)
 
 
 def folder_files(folder: Path) -> list[Path]:
@@ -115,7 +116,7 @@ def inventory_from_data(doc: Any, name: str, var_folders: Sequence[str | Path] =
     src.var_files = var_files(var_folders, ANSIBLE_CONNECTION_VARS if ansible else ())
     try:
         if ansible:
-            return parse_ansible(doc, src)
+            return parse_ansible(doc, src, ansiblecfg.read().login)
         return parse_native(doc, src)
     except RecursionError:
         raise InventoryError("inventory is nested too deeply", where=name) from None

@@ -30,7 +30,23 @@ def host_key_fix(hostname: str, key_name: str, record_file: Path) -> str:
     address, port = split_known_host(hostname)
     port_flag = f"-p {port} " if port != 22 else ""
     scan = f"ssh-keyscan -t {keyscan_type(key_name)} {port_flag}{address} >> {record_file}"
-    return f"check the fingerprint, then rerun with --accept-new-host-keys or record it: {scan}"
+    fix = f"check the fingerprint, then rerun with --accept-new-host-keys or record it: {scan}"
+    if where := unchecked_by_ansible():
+        fix += f" ({where} says host_key_checking false; pctfleet checks host keys all the same)"
+    return fix
+
+
+def unchecked_by_ansible() -> str | None:
+    """Where the ansible.cfg or ANSIBLE_* of this folder turns host key checking off: why
+    ansible-playbook logged in where pctfleet refuses an unknown key."""
+    from pctfleet import ansiblecfg
+    from pctfleet.errors import InputError
+
+    try:
+        checking = ansiblecfg.read().login.host_key_checking
+    except InputError:
+        return None
+    return checking[1] if checking and not checking[0] else None
 
 
 def asks_password(stderr: str) -> bool:
