@@ -242,6 +242,11 @@ def test_defaults_of_a_bare_task(tmp_path):
         ("- hosts: all\n  roles: [x]\n", "F:2: role 'x' not found"),
         ("- hosts: ''\n  tasks: []\n", "F:1: play 'play #1': 'hosts' must be a non-empty"),
         ("- hosts: all\n  tasks: {a: 1}\n", "F:2: play 'play #1': 'tasks' must be a list"),
+        ("- hosts: all\n  pre_tasks: x\n", "F:2: play 'play #1': 'pre_tasks' must be a list"),
+        (
+            "- hosts: all\n  post_tasks:\n    - {name: T, command: ls, notify: nope}\n",
+            "F:3: task 'T': notify 'nope' names no handler",
+        ),
         ("- hosts: all\n  tasks:\n    - just a string\n", "F:3: a task must be a mapping"),
         ("- hosts: all\n  vars:\n    1x: 2\n", "F:3: play 'play #1': '1x' is not a valid name"),
         ("hosts: all\n", "F:1: a playbook is a list of plays"),
@@ -520,3 +525,19 @@ def test_random_text_loads_or_raises_input_error(tmp_path, text):
     path = tmp_path / "junk.yml"
     path.write_text(text, encoding="utf-8")
     _must_load_or_input_error(path)
+
+
+def test_pre_and_post_tasks_wrap_the_roles_and_tasks_with_handler_flushes(tmp_path):
+    book = tmp_path / "site.yml"
+    book.write_text(
+        "- hosts: all\n  tags: [t]\n  pre_tasks: [{name: pre, command: ls}]\n"
+        "  tasks: [{name: main, command: ls}]\n  post_tasks: [{name: post, command: ls}]\n"
+    )
+    (play,) = load_playbook(book, KNOWN).plays
+    shown = [(t.name, t.implicit) for t in play.tasks]
+    flush = ("meta: flush_handlers", True)
+    assert shown == [("pre", False), flush, ("main", False), flush, ("post", False)]
+    assert [t.name for t in select_tasks(play.tasks, {"nothing"})] == [flush[0]] * 2
+    book.write_text("- hosts: all\n  tasks: [{name: main, command: ls}]\n")
+    (play,) = load_playbook(book, KNOWN).plays
+    assert [t.name for t in play.tasks] == ["main"]  # nothing to flush early

@@ -72,8 +72,10 @@ PLAY_KEYS = (
     "defaults",
     "vars",
     "vars_files",
+    "pre_tasks",
     "roles",
     "tasks",
+    "post_tasks",
     "handlers",
     "tags",
     "gather_facts",
@@ -149,6 +151,7 @@ class Task:
     delegate_to: str | None = None  # set: runs on this machine (see delegation.py)
     check_mode: bool | None = None  # None: the run's --check
     diff: bool | None = None  # None: the run's --diff
+    implicit: bool = False  # added by the play, not written: never reported, never filtered
 
 
 @dataclass(frozen=True)
@@ -233,7 +236,7 @@ def select_tasks(
     chosen: list = []
     for node in tasks:
         if not isinstance(node, Block):
-            if should_run(node.tags, tags, skip_tags):
+            if node.implicit or should_run(node.tags, tags, skip_tags):
                 chosen.append(node)
             continue
         parts = [
@@ -965,17 +968,13 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     variables = {**_mapping(m, "vars", ctx, var_names=True), **files_vars}
     tags = _tags(m, ctx)
     reader.new_play()
-    from pctfleet.playbook import roles
-
-    role_tasks, role_vars = roles.play_roles(reader, m, ctx)
-    tasks = [*role_tasks, *_task_list(reader, m, "tasks", ctx, handler=False)]
+    tasks, role_vars, handlers = _play_tasks(reader, m, ctx)
     # Ansible's public roles: their vars/ (and a roles entry's `vars:`) are play variables,
     # above vars_files (those read for each container too).
     variables = {**variables, **reader.role_vars, **role_vars}
     if vars_files is not None:
         vars_files.over = {**reader.role_vars, **role_vars}
     tasks = _Inherit(tags=tags).apply(tasks)
-    handlers = [*_task_list(reader, m, "handlers", ctx, handler=True), *reader.role_handlers]
     _check_notify([*leaves(tasks), *handlers], handlers)
     defaults = {**reader.role_defaults, **_mapping(m, "defaults", ctx, var_names=True)}
     return Play(
@@ -991,6 +990,37 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
         gather_facts=bool(_bool(m, "gather_facts", ctx, True)),
         vars_files=vars_files,
     )
+
+
+def _play_tasks(reader: _Reader, m: YamlMap, ctx: str) -> tuple[list, dict, list]:
+    """The play's tasks in Ansible's order (pre_tasks, roles, tasks, post_tasks), its
+    roles' vars, and its handlers in the order Ansible runs them (measured): the
+    `roles:` roles', the play's own, then those of the roles tasks import, in the
+    order they are imported."""
+    from pctfleet.playbook import roles
+
+    pre_tasks = _task_list(reader, m, "pre_tasks", ctx, handler=False)
+    before = len(reader.role_handlers)
+    role_tasks, role_vars = roles.play_roles(reader, m, ctx)
+    listed = reader.role_handlers[before:]
+    tasks = [*role_tasks, *_task_list(reader, m, "tasks", ctx, handler=False)]
+    tasks = _sections(pre_tasks, tasks, _task_list(reader, m, "post_tasks", ctx, False), m)
+    own = _task_list(reader, m, "handlers", ctx, handler=True)
+    imported = [*reader.role_handlers[:before], *reader.role_handlers[before + len(listed) :]]
+    return tasks, role_vars, [*listed, *own, *imported]
+
+
+def _sections(pre_tasks: list, tasks: list, post_tasks: list, m: YamlMap) -> list:
+    """pre_tasks, roles and tasks, post_tasks, as Ansible orders them: the handlers
+    notified in each section run at its end (the engine runs the last ones). Without
+    pre_tasks or post_tasks there is nothing to flush early, so nothing is added."""
+    if not pre_tasks and not post_tasks:
+        return tasks
+    flush = Task(
+        "meta: flush_handlers", "meta", {"free_form": "flush_handlers"}, loc=m.where(),
+        implicit=True,
+    )  # fmt: skip
+    return [*pre_tasks, flush, *tasks, *([flush, *post_tasks] if post_tasks else [])]
 
 
 def _flow_keys(m: YamlMap, ctx: str) -> dict[str, Any]:

@@ -1,0 +1,126 @@
+"""pre_tasks, roles, tasks and post_tasks through ansible-playbook (`-c local`) and
+pctfleet (`--local`): the order tasks and handlers run in, and their statuses.
+
+Measured on ansible-core 2.19: the handlers notified in pre_tasks run when pre_tasks
+end, before the roles; those notified by roles and tasks run before post_tasks; those
+of post_tasks at the end; a handler notified in two sections runs twice. Those
+flushes are not tasks of their own (not listed, not filtered by --tags). A failure
+ends the play for the host before its notified handlers run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import differ
+import pytest
+
+CALL = 1  # bump when how Ansible is called here changes
+
+
+def shell(name: str, **more) -> dict:  # noqa: ANN003
+    return {"name": name, "command": "true", **more}
+
+
+HANDLERS = [{"name": "h1", "debug": {"msg": "h1"}}, {"name": "h2", "debug": {"msg": "h2"}}]
+ROLES = {
+    f"roles/{role}/{part}/main.yml": [
+        shell(f"{role} task", notify=f"{role} handler")
+        if part == "tasks"
+        else {"name": f"{role} handler", "debug": {"msg": role}}
+    ]
+    for role in ("web", "db", "pre", "post")
+    for part in ("tasks", "handlers")
+}
+SECTIONS = {
+    "hosts": "all",
+    "gather_facts": False,
+    "pre_tasks": [shell("pre1", notify="h1"), {"name": "now", "meta": "flush_handlers"}],
+    "roles": ["web"],
+    "tasks": [shell("main1", notify=["h2", "h1"], tags=["picked"]), shell("main2")],
+    "post_tasks": [shell("post1", notify="h1", tags=["picked"])],
+    "handlers": HANDLERS,
+}
+# Handlers of roles listed in `roles:` run before the play's, those of imported roles
+# after, in the order the tasks import them (pre_tasks first).
+IMPORTED = {
+    "hosts": "all",
+    "gather_facts": False,
+    "pre_tasks": [{"import_role": {"name": "pre"}}, shell("pre1", notify="h1")],
+    "roles": ["web"],
+    "tasks": [
+        {"import_role": {"name": "db"}},
+        shell("main1", notify=["h2", "h1", "pre handler"]),
+    ],
+    "post_tasks": [
+        {"import_role": {"name": "post"}},
+        shell("post1", notify=["h2", "web handler", "pre handler"]),
+    ],
+    "handlers": HANDLERS,
+}
+PRE_FAILS = {
+    "hosts": "all",
+    "gather_facts": False,
+    "pre_tasks": [shell("pre1", notify="h1"), {"name": "pre2", "fail": {"msg": "no"}}],
+    "tasks": [shell("main1")],
+    "handlers": HANDLERS,
+}
+RESCUED = {
+    "hosts": "all",
+    "gather_facts": False,
+    "pre_tasks": [
+        {
+            "block": [{"name": "breaks", "fail": {"msg": "no"}}],
+            "rescue": [shell("rescuer", notify="h2")],
+        }
+    ],
+    "post_tasks": [shell("post1", notify="h2")],
+    "handlers": HANDLERS,
+}
+CASES = {
+    "sections and their handlers": ([SECTIONS], [], 0),
+    "handlers of listed and imported roles": ([IMPORTED], [], 0),
+    "--tags: the flushes run all the same": ([SECTIONS], ["--tags", "picked"], 0),
+    "--skip-tags": ([SECTIONS], ["--skip-tags", "picked"], 0),
+    "a failure in pre_tasks": ([PRE_FAILS], [], 2),
+    "rescued in pre_tasks, no tasks": ([RESCUED], [], 0),
+}
+
+
+def write(folder: Path, plays: list) -> Path:
+    for name, tasks in ROLES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(tasks))
+    book = folder / "book.yml"
+    book.write_text(json.dumps(plays, indent=1))
+    return book
+
+
+def ansible_side(book: Path, work: Path, more: list, rc: int) -> list:
+    tasks = differ.ansible_local(book, work, *more, rc=rc)
+    return [
+        [t["task"]["name"], differ.ansible_status(t["hosts"]["localhost"])]
+        for t in tasks
+        if "localhost" in t["hosts"]
+    ]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_sections_run_as_in_ansible(tmp_path, case):
+    plays, more, rc = CASES[case]
+    book = write(tmp_path, plays)
+    cached = differ.cache_path("play-sections", [CALL, plays, ROLES, more, rc])
+    if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
+        theirs = json.loads(cached.read_text())
+    else:
+        theirs = ansible_side(book, tmp_path, more, rc)
+        differ.keep(cached, theirs)
+    argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--local", "--json", *more]
+    argv += ["--journal-dir", str(tmp_path / "runs")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == rc, done.stderr
+    (run,) = json.loads(done.stdout)["containers"]
+    assert [[t["name"], t["status"]] for t in run["tasks"]] == theirs
