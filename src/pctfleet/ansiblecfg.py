@@ -44,6 +44,7 @@ class AnsibleConfig:
     vault_password_file: Path | None = None
     roles_path: tuple[Path, ...] = ()
     login: NodeLogin = NodeLogin()
+    managed: str | None = None  # [defaults] ansible_managed, for templates
 
 
 # Where ansible-core 2.19 looks, first found wins (measured with ansible-playbook -vvv
@@ -123,6 +124,7 @@ def read(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ansib
         next(iter(_paths(setting("vault_password_file"), None)), None),
         _paths(setting("roles_path"), ":"),
         _login(env, sections, path, cwd),
+        values.get("ansible_managed"),
     )
 
 

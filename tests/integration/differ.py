@@ -68,13 +68,16 @@ def run_pctfleet(lab: Lab, work: Path, inventory: Path, book: Path, *more: str) 
     return {"exit": done.returncode, "tasks": tasks}
 
 
-def ansible_local(book: Path, work: Path, *more: str, rc: int = 0) -> list[dict]:
+def ansible_local(
+    book: Path, work: Path, *more: str, rc: int = 0, env: dict | None = None
+) -> list[dict]:
     """ansible-playbook -c local on this machine (its own venv's python): each task of
     each play, as the ansible.posix.json callback reports it. An exit code other than
-    `rc` fails."""
+    `rc` fails; `env`: more variables (ANSIBLE_CONFIG, ...)."""
     venv = ansible_env.ensure_venv()
+    more_env = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHON"))}
-    env |= {"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "HOME": str(work)}
+    env |= {"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "HOME": str(work), **more_env}
     argv = [str(venv / "bin/ansible-playbook"), "-i", "localhost,", "-c", "local", str(book)]
     argv += ["-e", f"ansible_python_interpreter={venv / 'bin/python'}", *more]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)

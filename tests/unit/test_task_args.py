@@ -253,3 +253,26 @@ def test_a_run_leaves_nothing_in_the_tables(tmp_path):
     assert all(run.status == "ok" for run in execute(prepared, fleet_factory=fleet))
     assert not taskargs._table and not taskargs._walks
     assert not sh._MADE  # nor the probe snippets made with the run's values
+
+
+def test_a_template_s_own_variables_follow_its_destination_and_its_run_date(tmp_path, parses):
+    managed, dated = _tasks(
+        tmp_path,
+        """\
+        - template: {src: managed.j2, dest: '/etc/{{ label }}'}
+        - template: {src: dated.j2, dest: /etc/d}
+        """,
+    )
+    (tmp_path / "managed.j2").write_text("# {{ ansible_managed }} {{ template_destpath }}\n")
+    (tmp_path / "dated.j2").write_text("{{ template_run_date.microsecond }}\n")
+    base = str(tmp_path)
+    one = task_args(managed, {"label": "a"}, base, "w")
+    assert task_args(managed, {"label": "a"}, base, "w") is one
+    assert one.data == b"# Ansible managed /etc/a\n"
+    assert task_args(managed, {"label": "b"}, base, "w").data == b"# Ansible managed /etc/b\n"
+    mine = task_args(managed, {"label": "a", "ansible_managed": "mine"}, base, "w")
+    assert mine.data.startswith(b"# mine ")
+    parsed = len(parses)
+    task_args(dated, {}, base, "w")
+    task_args(dated, {}, base, "w")
+    assert len(parses) == parsed + 2  # rendered each time: never served from the table

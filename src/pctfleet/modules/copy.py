@@ -18,6 +18,7 @@ from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World, m
 from pctfleet.modules.file import PathState, attribute_fixes, path_state, stat_probe
 from pctfleet.modules.textfile import TEXT_LIMIT, backup_name
 from pctfleet.playbook.rendermemo import pure_names
+from pctfleet.playbook.templatevars import UNSTABLE, template_vars
 from pctfleet.playbook.templating import render, render_template_file, template_env
 from pctfleet.sh import snippet
 
@@ -125,7 +126,8 @@ class TemplateArgs(ContentArgs):
         if not self.src:
             raise PlaybookError("module 'template' needs 'src'", where=where)
         path = self.locate(self.src, ctx, where)
-        return render_template_file(path, ctx.variables, where=where).encode()
+        variables = template_vars(self.src, path, self.dest, ctx.variables)
+        return render_template_file(path, variables, where=where).encode()
 
     @classmethod
     def locate(cls, src: str, ctx: Context, where: str) -> Path:
@@ -133,7 +135,8 @@ class TemplateArgs(ContentArgs):
 
     @classmethod
     def file_names(cls, path: Path, stamp: tuple) -> frozenset[str] | None:
-        return _template_names(str(path), stamp)
+        names = _template_names(str(path), stamp)
+        return None if names is None or names & UNSTABLE else names
 
 
 def _stamp(path: Path) -> tuple:
