@@ -45,6 +45,7 @@ class AnsibleConfig:
     roles_path: tuple[Path, ...] = ()
     login: NodeLogin = NodeLogin()
     managed: str | None = None  # [defaults] ansible_managed, for templates
+    force_handlers: bool = False  # [defaults] force_handlers, or ANSIBLE_FORCE_HANDLERS
 
 
 # Where ansible-core 2.19 looks, first found wins (measured with ansible-playbook -vvv
@@ -125,7 +126,16 @@ def read(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ansib
         _paths(setting("roles_path"), ":"),
         _login(env, sections, path, cwd),
         values.get("ansible_managed"),
+        _force_handlers(env, values, path),
     )
+
+
+def _force_handlers(env: Mapping[str, str], values: Mapping[str, str], path: Path | None) -> bool:
+    if env.get("ANSIBLE_FORCE_HANDLERS"):
+        return _boolean(env["ANSIBLE_FORCE_HANDLERS"], "ANSIBLE_FORCE_HANDLERS")
+    if values.get("force_handlers"):
+        return _boolean(values["force_handlers"], f"{path} [defaults] force_handlers")
+    return False
 
 
 def _login(

@@ -1,11 +1,14 @@
-"""pre_tasks, roles, tasks and post_tasks through ansible-playbook (`-c local`) and
-pctfleet (`--local`): the order tasks and handlers run in, and their statuses.
+"""pre_tasks, roles, tasks and post_tasks, and force_handlers, through ansible-playbook
+(`-c local`) and pctfleet (`--local`): the order tasks and handlers run in, and their
+statuses.
 
 Measured on ansible-core 2.19: the handlers notified in pre_tasks run when pre_tasks
 end, before the roles; those notified by roles and tasks run before post_tasks; those
 of post_tasks at the end; a handler notified in two sections runs twice. Those
-flushes are not tasks of their own (not listed, not filtered by --tags). A failure
-ends the play for the host before its notified handlers run."""
+flushes are not listed as tasks; they are tagged `always`, so --tags never drops
+them and `--skip-tags always` does, the last one too: then no handler runs. A failure
+ends the play for the host before its notified handlers run, unless force_handlers
+(the play's, --force-handlers, or ansible.cfg's) runs them first."""
 
 from __future__ import annotations
 
@@ -80,8 +83,45 @@ RESCUED = {
     "post_tasks": [shell("post1", notify="h2")],
     "handlers": HANDLERS,
 }
+FORCED = {**PRE_FAILS, "pre_tasks": [shell("pre1", notify="h1")], "force_handlers": True}
+FORCED["tasks"] = [shell("main1", notify="h2"), {"name": "main2", "fail": {"msg": "no"}}]
+FORCED["post_tasks"] = [shell("post1")]
+NEXT_PLAY = {"hosts": "all", "gather_facts": False, "tasks": [shell("next play")]}
+UNFORCED = {k: v for k, v in FORCED.items() if k != "force_handlers"}
+FAILING_HANDLER = {
+    "hosts": "all",
+    "gather_facts": False,
+    "force_handlers": True,
+    "tasks": [
+        shell("t1", notify=["h1", "h2"]),
+        {"name": "now", "meta": "flush_handlers"},
+        shell("t2"),
+    ],
+    "handlers": [{"name": "h1", "fail": {"msg": "h1 fails"}}, HANDLERS[1]],
+}
+LAST_FLUSH_FAILS = {
+    **FAILING_HANDLER,
+    "tasks": [shell("t1", notify=["h1", "h2"]), shell("t2")],
+}
+CONFIG = "[defaults]\nforce_handlers = True\n"
 CASES = {
     "sections and their handlers": ([SECTIONS], [], 0),
+    "--skip-tags always: no handler runs": ([SECTIONS], ["--skip-tags", "always"], 0),
+    "force_handlers: a failure runs the notified handlers": ([FORCED, NEXT_PLAY], [], 2),
+    "--force-handlers": ([UNFORCED, NEXT_PLAY], ["--force-handlers"], 2),
+    "ansible.cfg force_handlers": ([UNFORCED], [], 2, CONFIG),
+    "a play's force_handlers false wins": (
+        [{**UNFORCED, "force_handlers": False}],
+        ["--force-handlers"],
+        2,
+        CONFIG,
+    ),
+    "a failing forced handler: the section's flush runs the rest": ([FAILING_HANDLER], [], 2),
+    "a failing forced handler in the last flush: the rest do not run": (
+        [LAST_FLUSH_FAILS],
+        [],
+        2,
+    ),
     "handlers of listed and imported roles": ([IMPORTED], [], 0),
     "--tags: the flushes run all the same": ([SECTIONS], ["--tags", "picked"], 0),
     "--skip-tags": ([SECTIONS], ["--skip-tags", "picked"], 0),
@@ -99,8 +139,8 @@ def write(folder: Path, plays: list) -> Path:
     return book
 
 
-def ansible_side(book: Path, work: Path, more: list, rc: int) -> list:
-    tasks = differ.ansible_local(book, work, *more, rc=rc)
+def ansible_side(book: Path, work: Path, more: list, rc: int, env: dict) -> list:
+    tasks = differ.ansible_local(book, work, *more, rc=rc, env=env)
     return [
         [t["task"]["name"], differ.ansible_status(t["hosts"]["localhost"])]
         for t in tasks
@@ -110,17 +150,22 @@ def ansible_side(book: Path, work: Path, more: list, rc: int) -> list:
 
 @pytest.mark.parametrize("case", CASES)
 def test_sections_run_as_in_ansible(tmp_path, case):
-    plays, more, rc = CASES[case]
+    plays, more, rc, *config = CASES[case]
     book = write(tmp_path, plays)
-    cached = differ.cache_path("play-sections", [CALL, plays, ROLES, more, rc])
+    (tmp_path / "ansible.cfg").write_text(config[0] if config else "")
+    env = {"ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")}
+    cached = differ.cache_path("play-sections", [CALL, plays, ROLES, more, rc, config])
     if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
         theirs = json.loads(cached.read_text())
     else:
-        theirs = ansible_side(book, tmp_path, more, rc)
+        theirs = ansible_side(book, tmp_path, more, rc, env)
         differ.keep(cached, theirs)
     argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--local", "--json", *more]
     argv += ["--journal-dir", str(tmp_path / "runs")]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    ours_env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")} | env
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=ours_env
+    )
     assert done.returncode == rc, done.stderr
     (run,) = json.loads(done.stdout)["containers"]
     assert [[t["name"], t["status"]] for t in run["tasks"]] == theirs

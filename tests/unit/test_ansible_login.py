@@ -178,3 +178,28 @@ def test_inventory_show_prints_the_login_each_command_would_use(tmp_path):
         f"127.0.0.2: root@127.0.0.2:2222 (key: {tmp_path / 'k'})",
         "  200  gpu-a  [ungrouped]",
     ]
+
+
+def test_force_handlers_from_ansible_cfg_or_its_variable(tmp_path):
+    path = tmp_path / "ansible.cfg"
+    path.write_text("[defaults]\nforce_handlers = yes\n")
+    assert ansiblecfg.read({"ANSIBLE_CONFIG": str(path)}).force_handlers is True
+    env = {"ANSIBLE_CONFIG": str(path), "ANSIBLE_FORCE_HANDLERS": "0"}
+    assert ansiblecfg.read(env).force_handlers is False
+    path.write_text("[defaults]\nforce_handlers = sometimes\n")
+    with pytest.raises(InputError, match=r"\[defaults\] force_handlers: must be a boolean"):
+        ansiblecfg.read({"ANSIBLE_CONFIG": str(path)})
+
+
+def test_a_rollout_forces_handlers_as_asked_and_keeps_it_for_resume(tmp_path, monkeypatch):
+    from pctfleet.cli.rollout import RolloutArgs, _plan
+
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(tmp_path / "ansible.cfg"))
+    (tmp_path / "ansible.cfg").write_text("")
+    args = RolloutArgs(playbook=tmp_path / "site.yml", inventory=None)
+    assert _plan(args, None, [], None).options.force_handlers is False
+    forced = RolloutArgs(playbook=tmp_path / "site.yml", inventory=None, force_handlers=True)
+    assert _plan(forced, None, [], None).options.force_handlers is True
+    assert forced.params()["force_handlers"] is True  # a resume repeats it
+    (tmp_path / "ansible.cfg").write_text("[defaults]\nforce_handlers = True\n")
+    assert _plan(args, None, [], None).options.force_handlers is True

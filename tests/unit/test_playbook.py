@@ -541,3 +541,20 @@ def test_pre_and_post_tasks_wrap_the_roles_and_tasks_with_handler_flushes(tmp_pa
     book.write_text("- hosts: all\n  tasks: [{name: main, command: ls}]\n")
     (play,) = load_playbook(book, KNOWN).plays
     assert [t.name for t in play.tasks] == ["main"]  # nothing to flush early
+
+
+def test_force_handlers_runs_each_section_in_a_block_whose_always_flushes(tmp_path):
+    book = tmp_path / "site.yml"
+    book.write_text(
+        "- hosts: all\n  pre_tasks: [{name: pre, command: ls}]\n"
+        "  tasks: [{name: main, command: ls}]\n"
+    )
+    (play,) = load_playbook(book, KNOWN).plays
+    assert play.force_handlers is None and play.task_list(False) is play.tasks
+    forced = play.task_list(True)
+    assert [[t.name for t in b.block] for b in forced] == [["pre"], ["main"]]
+    assert {t.name for b in forced for t in b.always} == {"meta: flush_handlers"}
+    assert all(t.tags == {"always"} for b in forced for t in b.always)
+    book.write_text("- hosts: all\n  force_handlers: false\n  tasks: [{name: m, command: ls}]\n")
+    (play,) = load_playbook(book, KNOWN).plays
+    assert play.task_list(True) is play.tasks  # the play's own false wins over the run's

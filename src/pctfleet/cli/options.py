@@ -259,13 +259,21 @@ class Run:
     roles_path: list[str] | None = opt(
         "--roles-path -r", "Folder of roles (repeatable), after roles/ next to the playbook."
     )
+    force_handlers: bool = flag(
+        "--force-handlers",
+        "Run the notified handlers of a container even after a task failed there (a "
+        "play's force_handlers wins).",
+        shown="ansible.cfg's force_handlers, or ANSIBLE_FORCE_HANDLERS",
+    )
 
     def run_options(self, **more):  # noqa: ANN003 - RunOptions' own fields
+        from pctfleet import ansiblecfg
         from pctfleet.inventory import parse_extra_vars
         from pctfleet.run.engine import RunOptions
 
         given = {"check": self.check, "diff": self.diff, **more}
         given.setdefault("roles_path", self.roles_path or [])
+        given.setdefault("force_handlers", self.force_handlers or ansiblecfg.read().force_handlers)
         return RunOptions(
             tags=split_tags(self.tags),
             skip_tags=split_tags(self.skip_tags),

@@ -72,7 +72,7 @@ class Batches:
 @grouped(
     sel=use(Selection, "inventory", "limit", *Selection.VAULT_FIELDS),
     batches=Batches,
-    run=use(Run, "tags", "skip_tags", "extra_vars"),
+    run=use(Run, "tags", "skip_tags", "extra_vars", "force_handlers"),
     out=use(Output, "as_json", "journal_dir"),
     conn=use(Connection, timeout=1800.0),
 )
@@ -111,6 +111,7 @@ def rollout_command(
         tags=run.tags,
         skip_tags=run.skip_tags,
         extra_vars=run.extra_vars or [],
+        force_handlers=run.force_handlers,
         forks=forks,
         as_json=out.as_json,
         journal_dir=out.journal_dir,
@@ -135,6 +136,7 @@ class RolloutArgs:
     tags: str | None = None
     skip_tags: str | None = None
     extra_vars: list[str] = field(default_factory=list)
+    force_handlers: bool = False
     forks: int | None = None
     as_json: bool = False
     journal_dir: Path | None = None
@@ -302,12 +304,14 @@ def _watch(rollout: Rollout, console: Any, as_json: bool) -> Any:
 
 
 def _plan(args: RolloutArgs, inventory: Any, containers: list, connect) -> RolloutPlan:  # noqa: ANN001
+    from pctfleet import ansiblecfg
     from pctfleet.inventory import parse_extra_vars
 
     options = RunOptions(
         tags=split_tags(args.tags),
         skip_tags=split_tags(args.skip_tags),
         extra_vars=parse_extra_vars(args.extra_vars),
+        force_handlers=args.force_handlers or ansiblecfg.read().force_handlers,
     )
     return RolloutPlan(
         args.playbook,

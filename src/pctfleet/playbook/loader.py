@@ -83,6 +83,7 @@ PLAY_KEYS = (
     "serial",
     "max_fail_percentage",
     "any_errors_fatal",
+    "force_handlers",
 )
 IMPORT_MODULES = ("import_tasks", "import_role", "include_tasks", "include_role")
 DYNAMIC_MODULES = ("include_tasks", "include_role")
@@ -151,7 +152,7 @@ class Task:
     delegate_to: str | None = None  # set: runs on this machine (see delegation.py)
     check_mode: bool | None = None  # None: the run's --check
     diff: bool | None = None  # None: the run's --diff
-    implicit: bool = False  # added by the play, not written: never reported, never filtered
+    implicit: bool = False  # added by the play, not written: never reported
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,14 @@ class Play:
     any_errors_fatal: bool = False
     gather_facts: bool = True  # as in Ansible; the facts come with the first probe
     vars_files: PlayVarsFiles | None = None  # where a name is a template: per container
+    force_handlers: bool | None = None  # None: the run's (--force-handlers, ansible.cfg)
+    forced_tasks: list[Task | Block] = field(default_factory=list)  # `tasks` as it runs them
+
+    def task_list(self, force_handlers: bool) -> list[Task | Block]:
+        """The tasks as they run: with force_handlers (the play's, else the run's),
+        each section in a block whose `always` runs its notified handlers."""
+        forced = self.force_handlers if self.force_handlers is not None else force_handlers
+        return self.forced_tasks if forced else self.tasks
 
 
 @dataclass(frozen=True)
@@ -236,7 +245,7 @@ def select_tasks(
     chosen: list = []
     for node in tasks:
         if not isinstance(node, Block):
-            if node.implicit or should_run(node.tags, tags, skip_tags):
+            if should_run(node.tags, tags, skip_tags):
                 chosen.append(node)
             continue
         parts = [
@@ -968,13 +977,13 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     variables = {**_mapping(m, "vars", ctx, var_names=True), **files_vars}
     tags = _tags(m, ctx)
     reader.new_play()
-    tasks, role_vars, handlers = _play_tasks(reader, m, ctx)
+    sections, role_vars, handlers = _play_tasks(reader, m, ctx)
     # Ansible's public roles: their vars/ (and a roles entry's `vars:`) are play variables,
     # above vars_files (those read for each container too).
     variables = {**variables, **reader.role_vars, **role_vars}
     if vars_files is not None:
         vars_files.over = {**reader.role_vars, **role_vars}
-    tasks = _Inherit(tags=tags).apply(tasks)
+    tasks, forced = (_Inherit(tags=tags).apply(_sections(*sections, m, f)) for f in (0, 1))
     _check_notify([*leaves(tasks), *handlers], handlers)
     defaults = {**reader.role_defaults, **_mapping(m, "defaults", ctx, var_names=True)}
     return Play(
@@ -989,14 +998,15 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
         **_flow_keys(m, ctx),
         gather_facts=bool(_bool(m, "gather_facts", ctx, True)),
         vars_files=vars_files,
+        force_handlers=_bool(m, "force_handlers", ctx, None),
+        forced_tasks=forced,
     )
 
 
-def _play_tasks(reader: _Reader, m: YamlMap, ctx: str) -> tuple[list, dict, list]:
-    """The play's tasks in Ansible's order (pre_tasks, roles, tasks, post_tasks), its
-    roles' vars, and its handlers in the order Ansible runs them (measured): the
-    `roles:` roles', the play's own, then those of the roles tasks import, in the
-    order they are imported."""
+def _play_tasks(reader: _Reader, m: YamlMap, ctx: str) -> tuple[tuple, dict, list]:
+    """The play's sections (pre_tasks, roles and tasks, post_tasks), its roles' vars,
+    and its handlers in the order Ansible runs them (measured): the `roles:` roles',
+    the play's own, then those of the roles tasks import, in the order imported."""
     from pctfleet.playbook import roles
 
     pre_tasks = _task_list(reader, m, "pre_tasks", ctx, handler=False)
@@ -1004,22 +1014,28 @@ def _play_tasks(reader: _Reader, m: YamlMap, ctx: str) -> tuple[list, dict, list
     role_tasks, role_vars = roles.play_roles(reader, m, ctx)
     listed = reader.role_handlers[before:]
     tasks = [*role_tasks, *_task_list(reader, m, "tasks", ctx, handler=False)]
-    tasks = _sections(pre_tasks, tasks, _task_list(reader, m, "post_tasks", ctx, False), m)
+    post_tasks = _task_list(reader, m, "post_tasks", ctx, handler=False)
     own = _task_list(reader, m, "handlers", ctx, handler=True)
     imported = [*reader.role_handlers[:before], *reader.role_handlers[before + len(listed) :]]
-    return tasks, role_vars, [*listed, *own, *imported]
+    return (pre_tasks, tasks, post_tasks), role_vars, [*listed, *own, *imported]
 
 
-def _sections(pre_tasks: list, tasks: list, post_tasks: list, m: YamlMap) -> list:
-    """pre_tasks, roles and tasks, post_tasks, as Ansible orders them: the handlers
-    notified in each section run at its end (the engine runs the last ones). Without
-    pre_tasks or post_tasks there is nothing to flush early, so nothing is added."""
+def _sections(pre_tasks: list, tasks: list, post_tasks: list, m: YamlMap, forced: int) -> list:
+    """The sections as Ansible's Play.compile joins them: the handlers notified in each
+    run at its end, by a flush tagged `always` (as there: `--skip-tags always` skips
+    it; the engine's flush after the last section is skipped the same way). With
+    force_handlers each section is a block whose `always` is that flush, so a failure
+    in it runs them too. A section left empty adds nothing: with nothing before it,
+    nothing was notified."""
+    flush = Task(
+        "meta: flush_handlers", "meta", {"free_form": "flush_handlers"},
+        tags=frozenset({"always"}), loc=m.where(), implicit=True,
+    )  # fmt: skip
+    parts = [part for part in (pre_tasks, tasks, post_tasks) if part]
+    if forced:
+        return [Block("", part, always=[flush], loc=m.where()) for part in parts]
     if not pre_tasks and not post_tasks:
         return tasks
-    flush = Task(
-        "meta: flush_handlers", "meta", {"free_form": "flush_handlers"}, loc=m.where(),
-        implicit=True,
-    )  # fmt: skip
     return [*pre_tasks, flush, *tasks, *([flush, *post_tasks] if post_tasks else [])]
 
 

@@ -20,7 +20,7 @@ from pctfleet.facts import gathered
 from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.base import Fact, Plan, q
-from pctfleet.playbook.loader import Block, expand_include, select_tasks
+from pctfleet.playbook.loader import Block, expand_include, select_tasks, should_run
 from pctfleet.playbook.loops import loop_items, loop_vars
 from pctfleet.playbook.templating import (
     condition,
@@ -57,6 +57,7 @@ class RunOptions:
     diff: bool = False
     tags: set[str] | None = None
     skip_tags: set[str] | None = None
+    force_handlers: bool = False  # --force-handlers or ansible.cfg; a play's own wins
     extra_vars: dict[str, Any] = field(default_factory=dict)
     base_dir: str = "."
     # More snippets for the first probe (audit's fingerprint): key -> f(vars) -> sh.
@@ -139,7 +140,9 @@ class ContainerEngine:
         self.options.observer.container_started(self.run)
         try:
             self._run_list(tasks, handler=False, at=(0,))
-            self._flush_handlers(top=True, at=(1,))
+            # Ansible's last flush is a task tagged `always`: --skip-tags always skips it.
+            if should_run({"always"}, self.options.tags, self.options.skip_tags):
+                self._flush_handlers(top=True, at=(1,))
             self.pending_extras.pop(gathered.KEY, None)  # no task read them: no call for them
             if self.pending_extras:
                 self._probe([], first=None)
@@ -249,7 +252,15 @@ class ContainerEngine:
         self.facts = None
         wanted = [self.handlers[n] for n in numbers]
         size = len(self.handlers)
-        self._run_list(wanted, handler=True, top=top, at=at, numbers=numbers, size=size)
+        try:
+            self._run_list(wanted, handler=True, top=top, at=at, numbers=numbers, size=size)
+        except TaskFailed as exc:
+            # Those after a failed handler stay notified, as in Ansible: with
+            # force_handlers the section's own flush (its block's `always`) runs them.
+            if exc.task in wanted:
+                later = wanted[wanted.index(exc.task) + 1 :]
+                self.notified = [*(h.name for h in later), *self.notified]
+            raise
 
     def _meta(self, task: Any, here: tuple[int, ...]) -> None:
         started = time.monotonic()

@@ -199,7 +199,11 @@ def _prepare(request: RunRequest) -> PreparedRun:
     request.options.base_dir = str(Path(request.playbook).resolve().parent)
     plays = [(play, _play_containers(request, play)) for play in book.plays]
     for play, containers in plays:
-        tasks = select_tasks(play.tasks, request.options.tags, request.options.skip_tags)
+        tasks = select_tasks(
+            play.task_list(request.options.force_handlers),
+            request.options.tags,
+            request.options.skip_tags,
+        )
         preflight(
             play,
             tasks + list(play.handlers),
@@ -304,7 +308,11 @@ def in_step(play: Any, tasks: list) -> bool:
 
 def _run_play(request, play, containers, targets, runs, journal, on_result) -> str:  # noqa: ANN001
     """Run the play batch by batch (`serial`); why it stopped the run, or ""."""
-    tasks = select_tasks(play.tasks, request.options.tags, request.options.skip_tags)
+    tasks = select_tasks(
+        play.task_list(request.options.force_handlers),
+        request.options.tags,
+        request.options.skip_tags,
+    )
     flow = PlayFlow([])
     magic = play_magic(request, containers)
 

@@ -274,7 +274,9 @@ def converged_answers(prepared: Any, container: Any) -> Answer:
         inventory = prepared.request.inventory
         variables = container_vars(inventory, container, play, options.extra_vars, magic)
         world = World()
-        tasks = leaves(select_tasks(play.tasks, options.tags, options.skip_tags))
+        tasks = leaves(
+            select_tasks(play.task_list(options.force_handlers), options.tags, options.skip_tags)
+        )
         for task, scope in _instances([*tasks, *play.handlers], variables, options.base_dir):
             module = REGISTRY[task.module]
             if module.controller:
