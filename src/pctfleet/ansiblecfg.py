@@ -125,41 +125,38 @@ def read(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ansib
         next(iter(_paths(setting("vault_password_file"), None)), None),
         _paths(setting("roles_path"), ":"),
         _login(env, sections, path, cwd),
-        values.get("ansible_managed"),
-        _force_handlers(env, values, path),
+        _unquote(values["ansible_managed"]) if values.get("ansible_managed") else None,
+        _force_handlers(env, values),
     )
 
 
-def _force_handlers(env: Mapping[str, str], values: Mapping[str, str], path: Path | None) -> bool:
+def _force_handlers(env: Mapping[str, str], values: Mapping[str, str]) -> bool:
     if env.get("ANSIBLE_FORCE_HANDLERS"):
-        return _boolean(env["ANSIBLE_FORCE_HANDLERS"], "ANSIBLE_FORCE_HANDLERS")
-    if values.get("force_handlers"):
-        return _boolean(values["force_handlers"], f"{path} [defaults] force_handlers")
-    return False
+        return _boolean(env["ANSIBLE_FORCE_HANDLERS"])
+    return _boolean(values.get("force_handlers", ""))
 
 
 def _login(
     env: Mapping[str, str], sections: Mapping[str, Mapping[str, str]], path: Path | None, cwd: Path
 ) -> NodeLogin:
-    def first(sources: tuple[tuple[str, str], ...]) -> tuple[str, str, Path] | None:
-        """(value, where, base folder) of the first source that sets one."""
+    def first(sources: tuple[tuple[str, str], ...]) -> tuple[str, str, str] | None:
+        """(value, where, section) of the first source that sets one."""
         for section, key in sources:
             if section == "env":
                 if env.get(key):
-                    return env[key], key, cwd
+                    return env[key], key, section
             elif sections.get(section, {}).get(key):
-                base = path.parent if section == "defaults" and path else cwd
-                return sections[section][key], f"{path} [{section}] {key}", base
+                return sections[section][key], f"{path} [{section}] {key}", section
         return None
 
     user, port, identity, checking = (
         first(s) for s in (USER_SOURCES, PORT_SOURCES, IDENTITY_SOURCES, HOST_KEY_SOURCES)
     )
     return NodeLogin(
-        user=(user[0], user[1]) if user else None,
+        user=(_unquote(user[0]) if user[2] != "env" else user[0], user[1]) if user else None,
         port=(_port(port[0], port[1]), port[1]) if port else None,
-        identity=_identity(identity) if identity else None,
-        host_key_checking=(_boolean(checking[0], checking[1]), checking[1]) if checking else None,
+        identity=_identity(identity, path, cwd) if identity else None,
+        host_key_checking=(_boolean(checking[0]), checking[1]) if checking else None,
     )
 
 
@@ -173,21 +170,31 @@ def _port(text: str, where: str) -> int:
     return port
 
 
-def _identity(found: tuple[str, str, Path]) -> tuple[Path, str]:
-    text, where, base = found
-    return base / os.path.expanduser(os.path.expandvars(text.strip())), where
+def _identity(found: tuple[str, str, str], path: Path | None, cwd: Path) -> tuple[Path, str]:
+    """[defaults] private_key_file and ANSIBLE_PRIVATE_KEY_FILE are ansible-core paths
+    ($VARS and ~ expanded, relative to the file's folder or the current one); the
+    plugin's own are strings, only ~ expanded (and an ini value unquoted)."""
+    text, where, section = found
+    if where == "ANSIBLE_PRIVATE_KEY_FILE" or section == "defaults":
+        base = path.parent if section == "defaults" and path else cwd
+        return base / os.path.expanduser(os.path.expandvars(text.strip())), where
+    text = text if section == "env" else _unquote(text)
+    return cwd / os.path.expanduser(text), where
 
 
-# ansible-core's boolean spellings (module_utils.parsing.convert_bool).
-_TRUE = {"y", "yes", "on", "1", "true", "t", "1.0"}
-_FALSE = {"n", "no", "off", "0", "false", "f", "0.0"}
+# ansible-core's true spellings (module_utils.parsing.convert_bool); a setting reads
+# them leniently: anything else is false.
+_TRUE = {"y", "yes", "on", "1", "true", "t"}
 
 
-def _boolean(text: str, where: str) -> bool:
-    word = text.strip().lower()
-    if word not in _TRUE | _FALSE:
-        raise InputError(f"{where}: must be a boolean (yes/no, true/false), got {text!r}")
-    return word in _TRUE
+def _boolean(text: str) -> bool:
+    return text.strip().lower() in _TRUE
+
+
+def _unquote(text: str) -> str:
+    """A string setting of an ini file without its quotes, as ansible-core's unquote."""
+    quoted = len(text) > 1 and text[0] == text[-1] and text[0] in "'\"" and text[-2] != "\\"
+    return text[1:-1] if quoted else text
 
 
 def _sections(path: Path) -> dict[str, dict[str, str]]:

@@ -38,6 +38,17 @@ ROLES = {
     for role in ("web", "db", "pre", "post")
     for part in ("tasks", "handlers")
 }
+ROLES |= {
+    "roles/ra/vars/main.yml": {"x": "from-ra"},
+    "roles/rb/vars/main.yml": {"x": "from-rb"},
+    "roles/ra/tasks/main.yml": [{"name": "ra task", "debug": {"msg": "ra"}}],
+    "roles/rb/tasks/main.yml": [{"name": "rb task", "debug": {"msg": "rb"}}],
+    "roles/dup/tasks/main.yml": [shell("dup task", notify="restart")],
+    "roles/dup/handlers/main.yml": [
+        {"name": "restart", "debug": {"msg": "role restart"}, "listen": "topic"},
+        {"name": "other", "debug": {"msg": "role other"}, "listen": "topic"},
+    ],
+}
 SECTIONS = {
     "hosts": "all",
     "gather_facts": False,
@@ -103,6 +114,37 @@ LAST_FLUSH_FAILS = {
     **FAILING_HANDLER,
     "tasks": [shell("t1", notify=["h1", "h2"]), shell("t2")],
 }
+# ansible-core loads roles, then pre_tasks, post_tasks and tasks: a role imported in
+# pre_tasks runs again (it is no repeat of the roles: one, which came first), its
+# vars win (read later), and imported roles' handlers are ordered pre, post, tasks.
+LOAD_ORDER = {
+    "hosts": "all",
+    "gather_facts": False,
+    "pre_tasks": [{"import_role": {"name": "rb"}}, {"import_role": {"name": "web"}}],
+    "roles": ["ra", "web"],
+    "tasks": [
+        {"name": "rb's x won", "assert": {"that": "x == 'from-rb'"}},
+        {"import_role": {"name": "db"}},
+        shell("main1", notify=["db handler", "post handler", "web handler", "h1"]),
+    ],
+    "post_tasks": [{"import_role": {"name": "post"}}],
+    "handlers": HANDLERS,
+}
+# One name, two handlers (a role's and the play's): by name the one loaded last runs;
+# by topic every listener, the last loaded of each name.
+SAME_NAME = {
+    "hosts": "all",
+    "gather_facts": False,
+    "roles": ["dup"],
+    "tasks": [
+        shell("t1", notify="restart"),
+        {"name": "now", "meta": "flush_handlers"},
+        shell("t2", notify="topic"),
+        {"name": "again", "meta": "flush_handlers"},
+        shell("t3", notify="dup : restart"),
+    ],
+    "handlers": [{"name": "restart", "debug": {"msg": "play restart"}, "listen": "topic"}],
+}
 CONFIG = "[defaults]\nforce_handlers = True\n"
 CASES = {
     "sections and their handlers": ([SECTIONS], [], 0),
@@ -123,6 +165,8 @@ CASES = {
         2,
     ),
     "handlers of listed and imported roles": ([IMPORTED], [], 0),
+    "ansible-core's load order": ([LOAD_ORDER], [], 0),
+    "handlers of one name": ([SAME_NAME], [], 0),
     "--tags: the flushes run all the same": ([SECTIONS], ["--tags", "picked"], 0),
     "--skip-tags": ([SECTIONS], ["--skip-tags", "picked"], 0),
     "a failure in pre_tasks": ([PRE_FAILS], [], 2),
@@ -133,7 +177,7 @@ CASES = {
 def write(folder: Path, plays: list) -> Path:
     for name, tasks in ROLES.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(json.dumps(tasks))
+        (folder / name).write_text(json.dumps(tasks))  # roles' tasks, handlers and vars
     book = folder / "book.yml"
     book.write_text(json.dumps(plays, indent=1))
     return book

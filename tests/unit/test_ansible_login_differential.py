@@ -6,7 +6,6 @@ after that line, at once."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import re
@@ -101,8 +100,7 @@ def ansible_logins(venv: Path, folder: Path, variables: dict[str, str]) -> set[t
     done = subprocess.run(argv, capture_output=True, text=True, cwd=folder, env=env, timeout=300)
     found = ESTABLISH.findall(done.stdout)
     assert found, done.stdout[-2000:] + done.stderr[-2000:]
-    # No user anywhere: paramiko logs in as the local user (pctfleet: root, documented).
-    return {(getpass.getuser() if u == "None" else u, int(p), a) for u, p, a in found}
+    return {(u, int(p), a) for u, p, a in found}
 
 
 def pctfleet_logins(folder: Path, variables: dict[str, str]) -> set[tuple]:
@@ -119,4 +117,7 @@ def test_the_same_login_as_ansible_playbook(venv, tmp_path, case):
     write_case(tmp_path / "repo", cfg, hosts)
     theirs = ansible_logins(venv, tmp_path / "repo", variables)
     assert len(theirs) == len(hosts)
+    assert ({u for u, _, _ in theirs} == {"None"}) == (case == "nothing set")
+    # No user anywhere: Ansible logs in as the local user, pctfleet as root (documented).
+    theirs = {("root" if u == "None" else u, p, a) for u, p, a in theirs}
     assert pctfleet_logins(tmp_path / "repo", variables) == theirs

@@ -276,3 +276,50 @@ def test_a_template_s_own_variables_follow_its_destination_and_its_run_date(tmp_
     task_args(dated, {}, base, "w")
     task_args(dated, {}, base, "w")
     assert len(parses) == parsed + 2  # rendered each time: never served from the table
+
+
+def test_a_template_s_own_variables_are_data_never_rendered_again(tmp_path, parses):
+    """A dest built from what a container printed reaches the file as text: a template
+    in it is never evaluated on this machine."""
+    from pctfleet.playbook.templating import Unsafe
+
+    (task,) = _tasks(tmp_path, "- template: {src: t.j2, dest: '/etc/{{ printed }}'}\n")
+    (tmp_path / "t.j2").write_text("{{ template_destpath }}\n")
+    printed = Unsafe("{{ 6 * 7 }}")
+    assert task_args(task, {"printed": printed}, str(tmp_path), "w").data == b"/etc/{{ 6 * 7 }}\n"
+
+
+def test_template_run_date_read_through_a_variable_is_never_served_again(tmp_path, parses):
+    (task,) = _tasks(tmp_path, "- template: {src: t.j2, dest: /etc/t}\n")
+    (tmp_path / "t.j2").write_text("{{ stamp }}\n")
+    scope = {"stamp": "{{ template_run_date.microsecond }}"}
+    parsed = len(parses)
+    task_args(task, scope, str(tmp_path), "w")
+    task_args(task, scope, str(tmp_path), "w")
+    assert len(parses) == parsed + 2
+
+
+def test_template_fullpath_is_the_path_as_found_links_kept(tmp_path):
+    from pctfleet.playbook.templatevars import template_vars
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real/t.j2").write_text("x")
+    (tmp_path / "templates").symlink_to(tmp_path / "real")
+    found = template_vars("t.j2", tmp_path / "templates/t.j2", "/d", {}, "w")
+    assert found["template_fullpath"] == str(tmp_path / "templates/t.j2")
+
+
+def test_an_ansible_managed_ansible_cannot_fill_in_is_one_line_naming_it(tmp_path, monkeypatch):
+    from pctfleet.errors import PlaybookError
+    from pctfleet.playbook import templatevars
+
+    (tmp_path / "ansible.cfg").write_text("[defaults]\nansible_managed = by {who}\n")
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(tmp_path / "ansible.cfg"))
+    templatevars._configured.cache_clear()
+    (tmp_path / "t.j2").write_text("x")
+    with pytest.raises(PlaybookError) as err:
+        templatevars.template_vars("t.j2", tmp_path / "t.j2", "/d", {}, "book.yml:3")
+    message = str(err.value)
+    assert message.startswith(f"book.yml:3: {tmp_path}/ansible.cfg [defaults]: ansible_managed")
+    assert "\n" not in message and "{host}" in message
+    templatevars._configured.cache_clear()

@@ -126,7 +126,7 @@ class TemplateArgs(ContentArgs):
         if not self.src:
             raise PlaybookError("module 'template' needs 'src'", where=where)
         path = self.locate(self.src, ctx, where)
-        variables = template_vars(self.src, path, self.dest, ctx.variables)
+        variables = template_vars(self.src, path, self.dest, ctx.variables, where)
         return render_template_file(path, variables, where=where).encode()
 
     @classmethod

@@ -198,6 +198,11 @@ class Handler(Task):
 
     listen: list[str] = field(default_factory=list)
 
+    @property
+    def names(self) -> frozenset[str]:
+        """What a notify may call it: its name, and a role's also without "role : "."""
+        return frozenset({self.name, self.name.split(" : ", 1)[-1] if self.role else self.name})
+
 
 @dataclass(frozen=True)
 class Play:
@@ -1009,15 +1014,16 @@ def _play_tasks(reader: _Reader, m: YamlMap, ctx: str) -> tuple[tuple, dict, lis
     the play's own, then those of the roles tasks import, in the order imported."""
     from pctfleet.playbook import roles
 
-    pre_tasks = _task_list(reader, m, "pre_tasks", ctx, handler=False)
-    before = len(reader.role_handlers)
+    # Read in ansible-core's load order (roles, pre_tasks, post_tasks, tasks): it decides
+    # which role is a repeat, whose vars win, and the order of imported roles' handlers.
     role_tasks, role_vars = roles.play_roles(reader, m, ctx)
-    listed = reader.role_handlers[before:]
-    tasks = [*role_tasks, *_task_list(reader, m, "tasks", ctx, handler=False)]
+    listed = len(reader.role_handlers)
+    pre_tasks = _task_list(reader, m, "pre_tasks", ctx, handler=False)
     post_tasks = _task_list(reader, m, "post_tasks", ctx, handler=False)
+    tasks = [*role_tasks, *_task_list(reader, m, "tasks", ctx, handler=False)]
     own = _task_list(reader, m, "handlers", ctx, handler=True)
-    imported = [*reader.role_handlers[:before], *reader.role_handlers[before + len(listed) :]]
-    return (pre_tasks, tasks, post_tasks), role_vars, [*listed, *own, *imported]
+    handlers = [*reader.role_handlers[:listed], *own, *reader.role_handlers[listed:]]
+    return (pre_tasks, tasks, post_tasks), role_vars, handlers
 
 
 def _sections(pre_tasks: list, tasks: list, post_tasks: list, m: YamlMap, forced: int) -> list:
@@ -1066,14 +1072,18 @@ def _check_meta(args: dict, m: YamlMap, key: str, ctx: str) -> None:
 
 
 def _check_notify(tasks: Sequence[Task], handlers: Sequence[Task]) -> None:
+    """Every notify names a handler. Two of the play's own handlers with one name are
+    refused (only the last would ever run); a role read twice brings its handlers
+    twice, and the one read last runs, as in Ansible."""
     seen: dict[str, str] = {}
     for h in handlers:
-        if h.name in seen:
+        if h.name in seen and not h.role:
             raise PlaybookError(
                 f"handler name {h.name!r} is already used at {seen[h.name]}", where=h.loc
             )
         seen[h.name] = h.loc
-    topics = {h.name for h in handlers}
+    topics = {name for h in handlers if isinstance(h, Handler) for name in h.names}
+    topics |= {h.name for h in handlers}
     topics |= {t for h in handlers if isinstance(h, Handler) for t in h.listen}
     for task in tasks:
         for name in task.notify:

@@ -166,13 +166,13 @@ def _role_handlers(
     reader: Any, path: Path, stem: str, call: Call, sink: Sink, role_vars: dict, magic: dict
 ) -> None:
     file = _role_file(path, "handlers", stem)
-    if file is None or file.resolve() in sink.files:
+    if file is None:
         return
+    # Read again where the role is met again: the handler read last is the one that
+    # runs, at its place (Handler.names, the engine's _notified).
     sink.files.add(file.resolve())
     handlers = ld._Inherit(vars=role_vars).apply(_role_tasks(reader, path, stem, call, True))
-    for h in _mark(handlers, path.name, magic):
-        # Ansible's notify finds a role's handler by its name or by "role : name".
-        sink.handlers.append(replace(h, listen=[*h.listen, h.name.split(" : ", 1)[1]]))
+    sink.handlers.extend(_mark(handlers, path.name, magic))
 
 
 def _mark(nodes: list, role: str, params: dict) -> list:

@@ -19,43 +19,64 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pctfleet.errors import PlaybookError
+from pctfleet.playbook.templating import Unsafe
+
 DEFAULT_MANAGED = "Ansible managed"
 # Read anew by every render: a template reading one is never taken from another render.
 UNSTABLE = frozenset({"template_run_date"})
 
 
-def template_vars(src: str, path: Path, dest: str, variables: Mapping[str, Any]) -> Mapping:
-    """`variables` with the template's own on top (`ansible_managed` below them)."""
-    found = path.resolve()
+def template_vars(
+    src: str, path: Path, dest: str, variables: Mapping[str, Any], where: str
+) -> Mapping:
+    """`variables` with the template's own on top (`ansible_managed` below them). Their
+    text is data (a `dest` may hold what a container printed): never rendered again;
+    only `ansible_managed` is a template, as in Ansible."""
+    found = Path(os.path.abspath(path))  # as found: symlinks and `..` kept, as Ansible
     stat = os.stat(found)
     try:
-        owner: str | int = pwd.getpwuid(stat.st_uid).pw_name
+        owner: str | int = Unsafe(pwd.getpwuid(stat.st_uid).pw_name)
     except KeyError:
         owner = stat.st_uid
     own: dict[str, Any] = {
-        "template_host": os.uname()[1],
-        "template_path": src,
+        "template_host": Unsafe(os.uname()[1]),
+        "template_path": Unsafe(src),
         "template_mtime": datetime.datetime.fromtimestamp(stat.st_mtime),
         "template_uid": owner,
         "template_run_date": datetime.datetime.now(),
-        "template_destpath": dest,
-        "template_fullpath": str(found),
+        "template_destpath": Unsafe(dest),
+        "template_fullpath": Unsafe(str(found)),
     }
     if "ansible_managed" not in variables:
-        own["ansible_managed"] = _managed(stat.st_mtime)
+        own["ansible_managed"] = _managed(stat.st_mtime, where)
     return ChainMap(own, variables)  # type: ignore[arg-type]
 
 
-def _managed(mtime: float) -> str:
-    text = _configured(os.environ.get("ANSIBLE_CONFIG"), os.getcwd(), os.environ.get("HOME"))
-    text = text.format(host="{{ template_host }}", uid="{{ template_uid }}",
-                       file="{{ template_path }}")  # fmt: skip
+def _managed(mtime: float, where: str) -> str:
+    text, origin = _configured(
+        os.environ.get("ANSIBLE_CONFIG"), os.getcwd(), os.environ.get("HOME")
+    )
+    try:
+        text = text.format(host="{{ template_host }}", uid="{{ template_uid }}",
+                           file="{{ template_path }}")  # fmt: skip
+    except (IndexError, KeyError, ValueError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+        raise PlaybookError(
+            f"{origin}: ansible_managed {text!r} is not a format Ansible fills in "
+            f"({problem}; placeholders: {{host}}, {{uid}}, {{file}})",
+            where=where,
+        ) from None
     return time.strftime(text, time.localtime(mtime))
 
 
 @functools.lru_cache(maxsize=8)
-def _configured(_named: str | None, _cwd: str, _home: str | None) -> str:
-    """ansible.cfg's string, read once per config location (the arguments key the cache)."""
+def _configured(_named: str | None, _cwd: str, _home: str | None) -> tuple[str, str]:
+    """ansible.cfg's string and where it is, read once per config location (the
+    arguments key the cache)."""
     from pctfleet import ansiblecfg
 
-    return ansiblecfg.read().managed or DEFAULT_MANAGED
+    config = ansiblecfg.read()
+    if config.managed:
+        return config.managed, f"{config.path} [defaults]"
+    return DEFAULT_MANAGED, "the default"

@@ -183,9 +183,25 @@ class ContainerEngine:
         with contextlib.suppress(TransportError):
             self.lock.release()
 
-    def _is_notified(self, handler: Any) -> bool:
-        names = {handler.name, *getattr(handler, "listen", [])}
-        return any(name in names for name in self.notified)
+    def _notified(self) -> list[int]:
+        """The places of the handlers the notifications call, as ansible-core finds them:
+        by name the one loaded last (a role's by "role : name" or its name alone); by
+        `listen` topic every listener, the last loaded of each name (a role's
+        without "role : ")."""
+        chosen: set[int] = set()
+        for note in self.notified:
+            places = range(len(self.handlers) - 1, -1, -1)  # last loaded first
+            named = next((n for n in places if note in _names(self.handlers[n])), None)
+            if named is not None:
+                chosen.add(named)
+            listeners: set[str] = set()
+            for n in places:
+                handler = self.handlers[n]
+                plain = handler.name.split(" : ", 1)[-1] if handler.role else handler.name
+                if note in getattr(handler, "listen", ()) and plain not in listeners:
+                    listeners.add(plain)
+                    chosen.add(n)
+        return sorted(chosen)
 
     def _run_list(
         self,
@@ -247,7 +263,7 @@ class ContainerEngine:
         """Run the notified handlers now; a later notification runs them again. A
         handler's number is its place among the play's handlers, as every container
         that runs it runs it at the same point."""
-        numbers = [n for n, h in enumerate(self.handlers) if self._is_notified(h)]
+        numbers = self._notified()
         self.notified = []
         self.facts = None
         wanted = [self.handlers[n] for n in numbers]
@@ -738,6 +754,11 @@ class ContainerEngine:
 
 
 _LOOP_NAMES = frozenset({"ansible_loop_var", "ansible_index_var", "ansible_loop"})
+
+
+def _names(handler: Any) -> frozenset[str]:
+    """What a notify may call a handler (a block among the handlers: its name)."""
+    return getattr(handler, "names", None) or frozenset({handler.name})
 
 
 def _lookahead(tasks: list) -> list:

@@ -28,6 +28,7 @@ from pctfleet.playbook import rendermemo
 from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.magic import drop_omitted
 from pctfleet.playbook.rendermemo import scalar_key
+from pctfleet.playbook.templatevars import UNSTABLE
 from pctfleet.playbook.templating import _ENV, render
 
 LIMIT = 100_000  # entries before the table starts again: bounded memory on any fleet
@@ -85,6 +86,8 @@ def _key(task: Any, scope: Mapping[str, Any], base_dir: str) -> tuple[tuple | No
         if name in seen:
             continue
         seen.add(name)
+        if name in UNSTABLE:  # read through a variable too: new at every render
+            return None, ()
         value = scope.get(name, _MISSING)
         reads = _names(value)
         if reads is _IMPURE:
