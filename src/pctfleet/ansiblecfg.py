@@ -16,7 +16,7 @@ import configparser
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pctfleet.errors import InputError
@@ -46,6 +46,26 @@ class AnsibleConfig:
     login: NodeLogin = NodeLogin()
     managed: str | None = None  # [defaults] ansible_managed, for templates
     force_handlers: bool = False  # [defaults] force_handlers, or ANSIBLE_FORCE_HANDLERS
+    sections: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
+    variables: Mapping[str, str] = field(default_factory=dict, compare=False)  # ANSIBLE_*
+
+    def setting(self, variable: str, section: str, key: str) -> tuple[str, str] | None:
+        """(value, where) of one setting: its variable, else the file's key (unquoted,
+        as ansible-core reads an ini string); None where neither is set."""
+        if self.variables.get(variable):
+            return self.variables[variable], variable
+        value = self.sections.get(section, {}).get(key)
+        return (_unquote(value), f"{self.path} [{section}] {key}") if value else None
+
+    def flag(self, variable: str, section: str, key: str, default: bool) -> bool:
+        found = self.setting(variable, section, key)
+        return boolean(found[0]) if found else default
+
+    def words(self, variable: str, section: str, key: str) -> tuple[str, ...]:
+        """A list setting (comma-separated), as ansible-core splits one."""
+        found = self.setting(variable, section, key)
+        items = (_unquote(item.strip()) for item in found[0].split(",")) if found else ()
+        return tuple(item for item in items if item)
 
 
 # Where ansible-core 2.19 looks, first found wins (measured with ansible-playbook -vvv
@@ -127,13 +147,15 @@ def read(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Ansib
         _login(env, sections, path, cwd),
         _unquote(values["ansible_managed"]) if values.get("ansible_managed") else None,
         _force_handlers(env, values),
+        sections,
+        {k: v for k, v in env.items() if k.startswith("ANSIBLE_")},
     )
 
 
 def _force_handlers(env: Mapping[str, str], values: Mapping[str, str]) -> bool:
     if env.get("ANSIBLE_FORCE_HANDLERS"):
-        return _boolean(env["ANSIBLE_FORCE_HANDLERS"])
-    return _boolean(values.get("force_handlers", ""))
+        return boolean(env["ANSIBLE_FORCE_HANDLERS"])
+    return boolean(values.get("force_handlers", ""))
 
 
 def _login(
@@ -156,7 +178,7 @@ def _login(
         user=(_unquote(user[0]) if user[2] != "env" else user[0], user[1]) if user else None,
         port=(_port(port[0], port[1]), port[1]) if port else None,
         identity=_identity(identity, path, cwd) if identity else None,
-        host_key_checking=(_boolean(checking[0]), checking[1]) if checking else None,
+        host_key_checking=(boolean(checking[0]), checking[1]) if checking else None,
     )
 
 
@@ -187,7 +209,7 @@ def _identity(found: tuple[str, str, str], path: Path | None, cwd: Path) -> tupl
 _TRUE = {"y", "yes", "on", "1", "true", "t"}
 
 
-def _boolean(text: str) -> bool:
+def boolean(text: str) -> bool:
     return text.strip().lower() in _TRUE
 
 

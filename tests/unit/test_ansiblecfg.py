@@ -3,6 +3,7 @@ roles_path, so `pctfleet run site.yml` works in a repository made for ansible-pl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -155,3 +156,42 @@ def test_inventory_discover_reads_the_configured_inventory_too(tmp_path):
     root = repo(tmp_path, CONFIG)
     done = pctfleet(root, "inventory", "discover", "--connect-timeout", "2", "--json")
     assert "127.0.0.1" in done.stdout + done.stderr, (done.stdout, done.stderr)
+
+
+def test_vault_identity_list_adds_its_passwords(tmp_path):
+    root = repo(tmp_path, "[defaults]\ninventory = inventory/hosts.ini\n")
+    (root / "ansible.cfg").write_text(
+        "[defaults]\ninventory = inventory/hosts.ini\nvault_identity_list = dev@.vault-pass\n"
+    )
+    done = pctfleet(root, "exec", "--connect-timeout", "2", "--json", "--", "true")
+    assert done.returncode == exitcodes.UNREACHABLE, done.stderr  # unlocked, then port 1
+
+
+def test_settings_that_change_a_run_and_are_not_followed_are_named(tmp_path):
+    (tmp_path / "site.yml").write_text("- hosts: all\n  tasks: [{debug: {msg: hi}}]\n")
+    text = "[defaults]\nhash_behaviour = merge\nerror_on_undefined_vars = True\n"
+    cfg(tmp_path, text + "[privilege_escalation]\nbecome_user = postgres\n")
+    done = pctfleet(tmp_path, "run", "site.yml", "--local", "--json")
+    assert done.returncode == exitcodes.OK, done.stderr
+    where = tmp_path / "ansible.cfg"
+    expected = [
+        f"{where} [defaults] hash_behaviour = 'merge' is not followed: a variable set twice "
+        "is replaced, not merged",
+        f"{where} [privilege_escalation] become_user = 'postgres' is not followed: tasks run "
+        "as root, through pct exec",
+    ]
+    assert json.loads(done.stdout)["warnings"] == expected
+    assert [line.removeprefix("warning: ") for line in done.stderr.splitlines()
+            if line.startswith("warning: ")] == expected  # fmt: skip
+
+
+def test_any_errors_fatal_of_ansible_cfg_is_a_play_s_default(tmp_path, monkeypatch):
+    from pctfleet.modules import known_args
+    from pctfleet.playbook.loader import load_playbook
+
+    (tmp_path / "site.yml").write_text(
+        "- hosts: all\n  tasks: []\n- hosts: all\n  any_errors_fatal: false\n  tasks: []\n"
+    )
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(cfg(tmp_path, "[defaults]\nany_errors_fatal = 1\n")))
+    plays = load_playbook(tmp_path / "site.yml", known_args()).plays
+    assert [p.any_errors_fatal for p in plays] == [True, False]

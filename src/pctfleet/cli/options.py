@@ -29,6 +29,21 @@ def split_tags(text: str | None) -> set[str] | None:
     return {t.strip() for t in text.split(",") if t.strip()} if text else None
 
 
+def tag_sets(tags: str | None, skip_tags: str | None) -> tuple[set[str] | None, set[str] | None]:
+    """--tags and --skip-tags, each joined with ansible.cfg's `[tags] run` and `skip`
+    (or ANSIBLE_RUN_TAGS, ANSIBLE_SKIP_TAGS), as ansible-playbook joins them (measured:
+    the command line's add to the file's); None where neither gives any."""
+    from pctfleet import ansiblecfg
+
+    config = ansiblecfg.read()
+    joined = []
+    for given, variable, key in ((tags, "ANSIBLE_RUN_TAGS", "run"),
+                                 (skip_tags, "ANSIBLE_SKIP_TAGS", "skip")):  # fmt: skip
+        found = set(config.words(variable, "tags", key)) | (split_tags(given) or set())
+        joined.append(found or None)
+    return joined[0], joined[1]
+
+
 def select_containers(
     inventory: Path | None,
     host: str | None,
@@ -124,10 +139,12 @@ class Selection:
         from pctfleet.playbook.vault import gather_secrets, set_vault_secrets
 
         files = list(self.vault_password_file or [])
-        configured = ansiblecfg.read().vault_password_file
-        if configured is not None:  # added to the command line's, as ansible-playbook adds it
-            files.append(configured)
-        set_vault_secrets(gather_secrets(files, self.vault_id or [], self.ask_vault_pass))
+        config = ansiblecfg.read()
+        if config.vault_password_file is not None:  # added, as ansible-playbook adds it
+            files.append(config.vault_password_file)
+        listed = config.words("ANSIBLE_VAULT_IDENTITY_LIST", "defaults", "vault_identity_list")
+        ids = [*(self.vault_id or []), *listed]
+        set_vault_secrets(gather_secrets(files, ids, self.ask_vault_pass))
 
     def select(self, playbook_dir: Path | None = None):
         self.unlock()
@@ -274,9 +291,10 @@ class Run:
         given = {"check": self.check, "diff": self.diff, **more}
         given.setdefault("roles_path", self.roles_path or [])
         given.setdefault("force_handlers", self.force_handlers or ansiblecfg.read().force_handlers)
+        tags, skip_tags = tag_sets(self.tags, self.skip_tags)
         return RunOptions(
-            tags=split_tags(self.tags),
-            skip_tags=split_tags(self.skip_tags),
+            tags=tags,
+            skip_tags=skip_tags,
             extra_vars=parse_extra_vars(self.extra_vars or []),
             **given,
         )

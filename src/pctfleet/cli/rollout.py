@@ -18,7 +18,7 @@ from pctfleet.cli.options import (
     Run,
     Selection,
     select_containers,
-    split_tags,
+    tag_sets,
 )
 from pctfleet.cli.report import make_console, warn
 from pctfleet.errors import InputError
@@ -307,9 +307,10 @@ def _plan(args: RolloutArgs, inventory: Any, containers: list, connect) -> Rollo
     from pctfleet import ansiblecfg
     from pctfleet.inventory import parse_extra_vars
 
+    tags, skip_tags = tag_sets(args.tags, args.skip_tags)
     options = RunOptions(
-        tags=split_tags(args.tags),
-        skip_tags=split_tags(args.skip_tags),
+        tags=tags,
+        skip_tags=skip_tags,
         extra_vars=parse_extra_vars(args.extra_vars),
         force_handlers=args.force_handlers or ansiblecfg.read().force_handlers,
     )

@@ -98,10 +98,19 @@ def speculative(scope: dict) -> dict:
     return {**_PLACEHOLDERS, **scope}
 
 
+# Arguments that are expressions, not templates (assert's `that`, debug's `var`).
+_EXPRESSION_ARGS = {"assert": ("that",), "debug": ("var",)}
+
+
 def reads_facts(task: Any, scope: dict) -> bool:
-    """Whether the task's arguments, `when` or loop read a gathered name."""
+    """Whether the task's arguments, `when`, other conditions or loop read a gathered
+    name."""
     reached = names_reached(dict(task.args), scope)
-    reached |= names_reached(task.when, scope, expression=True)
+    expressions = [task.args[k] for k in _EXPRESSION_ARGS.get(task.module, ()) if k in task.args]
+    expressions += [*task.when, *(task.changed_when or []), *(task.failed_when or [])]
+    expressions += [task.until] if task.until else []
+    for expression in expressions:
+        reached |= names_reached(expression, scope, expression=True)
     if task.loop is not None:
         reached |= names_reached(task.loop.terms, scope)
     return not reached.isdisjoint(NAMES)

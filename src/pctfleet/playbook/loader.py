@@ -21,9 +21,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pctfleet import ansiblecfg
 from pctfleet.errors import InputError, PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
 from pctfleet.playbook import delegation
+from pctfleet.playbook.ansibledefaults import PlayDefaults, play_defaults, unfollowed
 from pctfleet.playbook.templating import syntax_problem
 from pctfleet.playbook.varsfiles import Entry, PlayVarsFiles
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
@@ -297,6 +299,7 @@ class _Reader:
         self.imports: list[Path] = []
         self.roles_path = list(roles_path)
         self.warnings: list[str] = []
+        self.defaults = PlayDefaults()  # ansible.cfg's, for what a play does not say
         self.new_play()
 
     def new_play(self) -> None:
@@ -1000,8 +1003,8 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
         tags,
         m.where(),
         defaults,
-        **_flow_keys(m, ctx),
-        gather_facts=bool(_bool(m, "gather_facts", ctx, True)),
+        **_flow_keys(m, ctx, reader.defaults.any_errors_fatal),
+        gather_facts=bool(_bool(m, "gather_facts", ctx, reader.defaults.gather_facts)),
         vars_files=vars_files,
         force_handlers=_bool(m, "force_handlers", ctx, None),
         forced_tasks=forced,
@@ -1045,8 +1048,9 @@ def _sections(pre_tasks: list, tasks: list, post_tasks: list, m: YamlMap, forced
     return [*pre_tasks, flush, *tasks, *([flush, *post_tasks] if post_tasks else [])]
 
 
-def _flow_keys(m: YamlMap, ctx: str) -> dict[str, Any]:
-    """serial (a count, "N%", or a list of them), max_fail_percentage, any_errors_fatal."""
+def _flow_keys(m: YamlMap, ctx: str, fatal_default: bool) -> dict[str, Any]:
+    """serial (a count, "N%", or a list of them), max_fail_percentage, any_errors_fatal
+    (`fatal_default` where the play does not say: ansible.cfg's)."""
     raw = m.get("serial")
     items = [] if raw is None else (raw if isinstance(raw, list) else [raw])
     serial = [str(i).strip() for i in items if isinstance(i, str | int) and not isinstance(i, bool)]
@@ -1059,7 +1063,7 @@ def _flow_keys(m: YamlMap, ctx: str) -> dict[str, Any]:
     except (InputError, ValueError) as exc:
         key = "serial" if isinstance(exc, InputError) else "max_fail_percentage"
         raise _fail(f"{key!r}: {str(exc).removeprefix('--serial: ')}", m, key, ctx) from None
-    fatal = bool(_bool(m, "any_errors_fatal", ctx))
+    fatal = bool(_bool(m, "any_errors_fatal", ctx, fatal_default))
     return {"serial": serial, "max_fail_percentage": max_fail, "any_errors_fatal": fatal}
 
 
@@ -1105,6 +1109,9 @@ def load_playbook(
     argument names it accepts (None: anything); `roles_path` are folders of roles
     (-r), searched after `roles/` next to the playbook and before ansible.cfg's."""
     reader = _Reader(Path(path), known_modules, roles_path)
+    config = ansiblecfg.read()
+    reader.defaults = play_defaults(config)
+    reader.warnings += unfollowed(config)
     doc = load_yaml(path, what="a list of plays")
     if not isinstance(doc, YamlList):
         raise PlaybookError(
