@@ -223,7 +223,7 @@ def test_defaults_of_a_bare_task(tmp_path):
         ),
         (
             "- hosts: all\n  tasks:\n    - name: T\n      command: 'echo {{ x'\n",
-            "F:4: task 'T': 'command': template syntax error",
+            "F:4: task 'T': cannot parse arguments of 'command': unbalanced jinja2 block",
         ),
         (
             "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      notify: restrat\n"
@@ -243,6 +243,10 @@ def test_defaults_of_a_bare_task(tmp_path):
         ("- hosts: ''\n  tasks: []\n", "F:1: play 'play #1': 'hosts' must be a non-empty"),
         ("- hosts: all\n  tasks: {a: 1}\n", "F:2: play 'play #1': 'tasks' must be a list"),
         ("- hosts: all\n  pre_tasks: x\n", "F:2: play 'play #1': 'pre_tasks' must be a list"),
+        (
+            "- hosts: all\n  tasks:\n    - name: T\n      command: echo {{ x }} {% if\n",
+            "F:4: task 'T': cannot parse arguments of 'command': unbalanced jinja2 block",
+        ),
         (
             "- hosts: all\n  post_tasks:\n    - {name: T, command: ls, notify: nope}\n",
             "F:3: task 'T': notify 'nope' names no handler",
@@ -558,3 +562,25 @@ def test_force_handlers_runs_each_section_in_a_block_whose_always_flushes(tmp_pa
     book.write_text("- hosts: all\n  force_handlers: false\n  tasks: [{name: m, command: ls}]\n")
     (play,) = load_playbook(book, KNOWN).plays
     assert play.task_list(True) is play.tasks  # the play's own false wins over the run's
+
+
+@pytest.mark.parametrize(
+    ("task", "args"),
+    [
+        ("command: make install chdir=/src creates=/usr/bin/x",
+         {"cmd": "make install", "chdir": "/src", "creates": "/usr/bin/x"}),
+        ('shell: echo "a  b" > out executable=/bin/bash',
+         {"cmd": 'echo "a  b" > out', "executable": "/bin/bash"}),
+        ("shell: echo {{ x }} chdir={{ d }}", {"cmd": "echo {{ x }}", "chdir": "{{ d }}"}),
+        ("command: {cmd: ls chdir=/x}", {"cmd": "ls chdir=/x"}),  # a cmd argument is as given
+        ("file: path={{ d }}/x state=directory", {"path": "{{ d }}/x", "state": "directory"}),
+        ('copy: content="a\\tb" dest=/x', {"content": "a\tb", "dest": "/x"}),
+    ],
+)  # fmt: skip
+def test_one_line_arguments_split_as_ansible_splits_them(tmp_path, task, args):
+    book = tmp_path / "site.yml"
+    book.write_text(f"- hosts: all\n  tasks:\n    - {task}\n")
+    from pctfleet.modules import known_args
+
+    (play,) = load_playbook(book, known_args()).plays
+    assert play.tasks[0].args == args

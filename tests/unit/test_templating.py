@@ -142,7 +142,7 @@ def test_filters():
         "{{ path | basename }}": "server.env",
         "{{ path | dirname }}": "/etc/sglang",
         "{{ 'cu12.8' | regex_replace('^cu', 'cuda-') }}": "cuda-12.8",
-        "{{ result.stdout | regex_search('RTX \\\\w+') }}": "RTX PRO",
+        "{{ result.stdout | regex_search('RTX \\w+') }}": "RTX PRO",
         "{{ 'a.b' | split('.') }}": ["a", "b"],
         "{{ {'a': 1} | combine({'b': 2}) }}": {"a": 1, "b": 2},
         "{{ 'hi' | b64encode }}": "aGk=",

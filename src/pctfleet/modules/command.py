@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import shlex
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q, words
 from pctfleet.sh import snippet
-
-# Ansible's free form: `command: make install chdir=/src creates=/usr/bin/x`.
-_INLINE = re.compile(r"(?:^|\s)(creates|removes|chdir|executable)=(\S+)")
-
-
-def split_inline_options(raw: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
-    """`raw` with `key=value` options moved out of a free-form command into arguments.
-
-    An option the module does not take (`executable` for `command`) is dropped.
-    """
-    given = dict(raw)
-    cmd = given.get("cmd")
-    if isinstance(cmd, str):
-        for key, value in _INLINE.findall(cmd):
-            if key in known:
-                given.setdefault(key, value)
-        given["cmd"] = _INLINE.sub("", cmd).strip()
-    return given
 
 
 def _words(value: Any, where: str) -> tuple[str, ...]:
@@ -44,10 +24,6 @@ class CommandArgs(Args):
     creates: str | None = arg(None, convert=text)
     removes: str | None = arg(None, convert=text)
     stdin: str | None = arg(None, convert=text)
-
-    @classmethod
-    def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
-        return super().parse(split_inline_options(raw, cls.names() or set()), ctx, where)
 
     def check(self, ctx: Context, where: str) -> None:
         if not self.cmd and not self.argv:

@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,9 @@ DIFF_LIMIT = 64 * 1024
 
 
 def _any_text(value: Any, where: str) -> str:
+    """copy's `content`: a mapping or a list is written as JSON, as Ansible writes it."""
+    if isinstance(value, dict | list):
+        return json.dumps(value)
     return str(value)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 from pctfleet import ansiblecfg
 from pctfleet.errors import InputError, PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
-from pctfleet.playbook import delegation
+from pctfleet.playbook import delegation, kvargs
 from pctfleet.playbook.ansibledefaults import PlayDefaults, play_defaults, unfollowed
 from pctfleet.playbook.templating import syntax_problem
 from pctfleet.playbook.varsfiles import Entry, PlayVarsFiles
@@ -464,6 +463,8 @@ def _module_args(
         args: dict[str, Any] = {}
     elif isinstance(raw, dict):  # a YamlMap, or local_action's `module=x k=v` words
         args = plain(raw)
+    elif isinstance(raw, str) and module in ("command", "shell"):
+        args = _command_words(raw, m, key, ctx)
     elif isinstance(raw, str) and module in FREE_FORM_MODULES:
         args = {FREE_FORM_MODULES[module]: raw}
     elif isinstance(raw, str | int | float) and not isinstance(raw, bool):
@@ -478,23 +479,26 @@ def _module_args(
 
 
 def _key_value_args(text: str, m: YamlMap, key: str, ctx: str) -> dict[str, str]:
-    """Ansible's legacy `copy: src=a dest=b` form."""
+    """Ansible's legacy `copy: src=a dest=b` form, split as ansible-core splits it."""
     try:
-        words = shlex.split(text)
-    except ValueError as err:
+        args = kvargs.parse_kv(text)
+    except kvargs.SplitError as err:
         raise _fail(f"cannot parse arguments of {key!r}: {err}", m, key, ctx) from None
-    args = {}
-    for word in words:
-        name, sep, value = word.partition("=")
-        if not sep or not name:
-            raise _fail(
-                f"module {key!r} takes a mapping or key=value arguments, got {brief(word)}",
-                m,
-                key,
-                ctx,
-            )
-        args[name] = value
+    if "_raw_params" in args:
+        word = kvargs.split_args(args["_raw_params"])[0]
+        raise _fail(
+            f"module {key!r} takes a mapping or key=value arguments, got {brief(word)}", m, key, ctx
+        )
     return args
+
+
+def _command_words(text: str, m: YamlMap, key: str, ctx: str) -> dict[str, str]:
+    """`shell: make all chdir=/src creates=/src/out`: the command and its options."""
+    try:
+        args = kvargs.parse_kv(text, kvargs.COMMAND_OPTIONS)
+    except kvargs.SplitError as err:
+        raise _fail(f"cannot parse arguments of {key!r}: {err}", m, key, ctx) from None
+    return {"cmd": args.pop("_raw_params", ""), **args}
 
 
 def _check_args(

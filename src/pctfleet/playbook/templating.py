@@ -29,7 +29,7 @@ import yaml
 from jinja2 import StrictUndefined, Undefined, meta, nodes
 
 from pctfleet.errors import TemplateError
-from pctfleet.playbook import ansible_tests, rendermemo
+from pctfleet.playbook import ansible_tests, filters, rendermemo
 from pctfleet.playbook.secrets import REDACTED, Secret
 from pctfleet.playbook.secrets import is_template as _is_template
 
@@ -116,22 +116,6 @@ def _defined(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _regex_replace(
-    value: Any,
-    pattern: str,
-    replacement: str = "",
-    ignorecase: bool = False,
-    multiline: bool = False,
-) -> str:
-    flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
-    return re.sub(pattern, replacement, str(value), flags=flags)
-
-
-def _regex_search(value: Any, pattern: str, ignorecase: bool = False) -> str | None:
-    match = re.search(pattern, str(value), flags=re.I if ignorecase else 0)
-    return match.group(0) if match else None
-
-
 def _b64decode(value: Any) -> str:
     try:
         return base64.b64decode(str(value), validate=True).decode("utf-8")
@@ -144,12 +128,6 @@ def _mandatory(value: Any, msg: str | None = None) -> Any:
         name = value._undefined_name  # jinja keeps the name of what was missing
         raise _Failure(msg or f"undefined variable {name!r} (marked mandatory)")
     return value
-
-
-def _to_yaml(value: Any, indent: int = 2) -> str:
-    return yaml.safe_dump(
-        _plain(value), default_flow_style=False, sort_keys=False, indent=indent, allow_unicode=True
-    )
 
 
 def _version_key(text: Any) -> tuple:
@@ -194,23 +172,23 @@ def _result_test(flag: str, default: bool = False):
 
 
 FILTERS = {
+    **filters.FILTERS,
     "bool": to_bool,
-    "quote": lambda v: shlex.quote(str(v)),
+    "quote": lambda v: shlex.quote("" if v is None else str(v)),
     "basename": lambda v: posixpath.basename(str(v)),
     "dirname": lambda v: posixpath.dirname(str(v)),
-    "regex_replace": _regex_replace,
-    "regex_search": _regex_search,
     "to_json": lambda v, **kw: json.dumps(_plain(v), **kw),
-    "to_nice_json": lambda v, indent=4: json.dumps(_plain(v), indent=indent, sort_keys=True),
-    "to_yaml": _to_yaml,
-    "to_nice_yaml": _to_yaml,
+    "to_nice_json": lambda v, indent=4, sort_keys=True, **kw: json.dumps(
+        _plain(v), indent=indent, sort_keys=sort_keys, separators=(",", ": "), **kw
+    ),
+    "to_yaml": lambda v, *a, **kw: filters.to_yaml(_plain(v), *a, **kw),
+    "to_nice_yaml": lambda v, *a, **kw: filters.to_nice_yaml(_plain(v), *a, **kw),
     "from_json": json.loads,
     "from_yaml": yaml.safe_load,
     "b64encode": lambda v: base64.b64encode(str(v).encode()).decode("ascii"),
     "b64decode": _b64decode,
     "mandatory": _mandatory,
     "split": lambda v, sep=None, maxsplit=-1: str(v).split(sep, maxsplit),
-    "combine": lambda *dicts: {k: v for d in dicts for k, v in d.items()},
     "version_compare": _version,
 }
 
@@ -228,6 +206,9 @@ TESTS = {
     **ansible_tests.TESTS,
 }
 TESTS |= {alias: TESTS[name] for alias, name in ansible_tests.ALIASES.items()}
+# ansible-core's own filters and tests are also known by their FQCN.
+FILTERS |= {f"ansible.builtin.{name}": f for name, f in list(FILTERS.items())}
+TESTS |= {f"ansible.builtin.{name}": t for name, t in list(TESTS.items())}
 
 
 class ChainedUndefined(StrictUndefined):
@@ -244,11 +225,45 @@ class ChainedUndefined(StrictUndefined):
         return self
 
 
-def _make_env(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+class _EscapingLexer(jinja2.lexer.Lexer):
+    r"""ansible-core's AnsibleLexer: a string constant inside `{{ }}` keeps its
+    backslashes, because YAML has already read the escapes of a playbook's text
+    (`regex_replace('(\\d+)', 'v\\1')` in a double-quoted YAML string reaches Jinja
+    as `'v\1'`, a backreference, not the byte 0x01). `{% %}` statements, conditions
+    and template files are read as Jinja reads them, as there."""
+
+    def tokeniter(self, source, name, filename=None, state=None):  # noqa: ANN001, ANN201
+        in_variable = state == "variable"  # a bare expression: the inside of a `{{ }}`
+        for token in super().tokeniter(source, name, filename, state):
+            kind = token[1]
+            if kind == jinja2.lexer.TOKEN_VARIABLE_BEGIN:
+                in_variable = True
+            elif kind == jinja2.lexer.TOKEN_VARIABLE_END:
+                in_variable = False
+            elif in_variable and kind == jinja2.lexer.TOKEN_STRING:
+                token = (token[0], kind, token[2].replace("\\", "\\\\"))
+            yield token
+
+
+class _ValueEnvironment(jinja2.Environment):
+    """Where a playbook's values render (see _EscapingLexer)."""
+
+    @property
+    def lexer(self) -> jinja2.lexer.Lexer:
+        found = self.__dict__.get("_escaping_lexer")
+        if found is None:
+            found = self.__dict__["_escaping_lexer"] = _EscapingLexer(self)
+        return found
+
+
+def _make_env(loader: jinja2.BaseLoader | None = None, values: bool = False) -> jinja2.Environment:
     # Template files render as Ansible's template module does: trim_blocks drops the
     # newline after a block tag, so `{% if %}` lines leave no blank line behind.
-    env = jinja2.Environment(
+    kind = _ValueEnvironment if values else jinja2.Environment
+    env = kind(
         undefined=ChainedUndefined,
+        # As in Ansible: None inside text renders as nothing ("x{{ none }}x" is "xx").
+        finalize=lambda value: "" if value is None else value,
         keep_trailing_newline=True,
         autoescape=False,
         loader=loader,
@@ -277,7 +292,8 @@ def _on_defined(test: Any) -> Any:
     return checked
 
 
-_ENV = _make_env()
+_ENV = _make_env(values=True)  # a playbook's values
+_CONDITIONS = _make_env()  # `when` and the other conditions: Jinja's own escapes
 
 
 # ---------------------------------------------------------------- lazy variables
@@ -370,11 +386,15 @@ def _template(env: jinja2.Environment, text: str) -> jinja2.Template:
 
 
 def _run_expression(expr: str, variables: LazyVars, env: jinja2.Environment) -> Any:
+    return _defined(_expression_value(expr, variables, env))
+
+
+def _expression_value(expr: str, variables: LazyVars, env: jinja2.Environment) -> Any:
     template = _expression(env, expr)  # jinja's TemplateExpression keeps it in _template
     context = template.new_context(variables, shared=True)
     for _ in template.root_render_func(context):
         pass
-    return _defined(context.vars["result"])
+    return context.vars["result"]
 
 
 def _render_string(text: str, variables: LazyVars, env: jinja2.Environment) -> Any:
@@ -388,6 +408,16 @@ def _render_fresh(text: str, variables: LazyVars, env: jinja2.Environment) -> An
     expr = _single_expression(text)
     if expr is not None:
         return _run_expression(expr, variables, env)
+    # "{{ x }}\n": Jinja drops a template's last newline, so this is one expression, as
+    # in Ansible, which gives the newline back to a string value only ("text\n"; a list
+    # stays a list, for copy to write as JSON).
+    expr = _single_expression(text[:-1]) if text.endswith("}}\n") else None
+    if expr is not None:
+        value = _expression_value(expr, variables, env)
+        if isinstance(value, jinja2.ChainableUndefined):  # a fact not read yet: text
+            return "\n"
+        value = _defined(value)
+        return value + "\n" if isinstance(value, str) else value
     template = _template(env, text)
     context = template.new_context(variables, shared=True)
     return "".join(template.root_render_func(context))
@@ -524,7 +554,7 @@ def evaluate(expr: Any, variables: Mapping[str, Any], *, where: str) -> Any:
         text = inner
     if not text:
         raise TemplateError("empty condition", where=where)
-    return _guard(where, _run_expression, text, _lazy(variables), _ENV)
+    return _guard(where, _run_expression, text, _lazy(variables), _CONDITIONS)
 
 
 def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *, where: str) -> bool:

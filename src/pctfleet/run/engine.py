@@ -695,16 +695,21 @@ class ContainerEngine:
         return result.exit_code, _text(result.stdout), _text(result.stderr)
 
     def _judge(self, task: Any, status: str, registered: dict, where: str, variables: dict) -> str:
+        """changed_when, then failed_when, as ansible-core reads them (both, unless the
+        task was skipped): a command that ran is changed whatever its rc, failed or not,
+        unless changed_when says otherwise."""
         scope = {**variables, "result": registered}
         if task.register:
             scope[task.register] = registered
-        if task.changed_when is not None and status in {"ok", "changed"}:
-            status = "changed" if condition(task.changed_when, scope, where=where) else "ok"
-        if task.failed_when is not None and status != "skipped":
-            failed = condition(task.failed_when, scope, where=where)
-            status = "failed" if failed else ("ok" if status == "failed" else status)
         ran = "rc" in registered and REGISTRY[task.module].changed_when_failed
-        changed = status == "changed" or (status == "failed" and ran and task.changed_when is None)
+        changed = status == "changed" or (status == "failed" and ran)
+        failed = status == "failed"
+        if status != "skipped":
+            if task.changed_when is not None:
+                changed = condition(task.changed_when, scope, where=where)
+            if task.failed_when is not None:
+                failed = condition(task.failed_when, scope, where=where)
+            status = "failed" if failed else ("changed" if changed else "ok")
         registered["changed"], registered["failed"] = changed, status == "failed"
         return status
 
