@@ -112,3 +112,62 @@ def test_everyday_lines_as_ansible_runs_them(tmp_path):
     shown = [[n, s, m if n in debug else ""] for n, s, m in theirs["tasks"]]
     assert ours == shown
     assert _files(ours_dir) == theirs["files"]
+
+
+LOOKUPS = r"""
+- hosts: all
+  gather_facts: false
+  vars: {who: world}
+  tasks:
+    - name: env
+      debug: {msg: "{{ lookup('env', 'LOOKED_UP') }}|{{ lookup('env', 'LOOKED_UP', 'NOT_SET_X') }}"}
+    - name: file, from files/
+      debug: {msg: "{{ lookup('file', 'key.txt') }}"}
+    - name: pipe
+      debug: {msg: "{{ lookup('pipe', 'echo one; echo two') }}"}
+    - name: vars
+      debug: {msg: "{{ lookup('vars', 'who') }} {{ lookup('vars', 'nope', default='dflt') }}"}
+    - name: first_found, a play looks beside the playbook
+      debug: {msg: "{{ lookup('first_found', ['nope.txt', 'top.txt']) | basename }}"}
+    - name: first_found with paths
+      debug:
+        msg: "{{ lookup('first_found', files=['nope', 'key.txt'], paths=['files']) | basename }}"
+    - name: fileglob
+      debug: {msg: "{{ query('fileglob', '*.txt') | map('basename') | list }}"}
+    - name: template
+      debug: {msg: "{{ lookup('template', 'hello.j2') }}"}
+    - name: query and wantlist
+      debug:
+        msg: "{{ q('ansible.builtin.env', 'LOOKED_UP') }} {{ lookup('env', 'LOOKED_UP', wantlist=1)
+          }}"
+"""
+
+
+def _lookup_tree(folder: Path) -> None:
+    (folder / "files").mkdir(parents=True)
+    (folder / "templates").mkdir()
+    (folder / "files/key.txt").write_text("secret text\n\n")
+    (folder / "top.txt").write_text("top\n")
+    (folder / "templates/hello.j2").write_text("hello {{ who }}\n")
+    (folder / "book.yml").write_text(LOOKUPS)
+
+
+def test_lookups_as_ansible_gives_them(tmp_path):
+    theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
+    for folder in (theirs_dir, ours_dir):
+        _lookup_tree(folder)
+    env = {"LOOKED_UP": "here"}
+    cached = differ.cache_path("lookups", [CALL, LOOKUPS])
+    if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
+        theirs = json.loads(cached.read_text())
+    else:
+        tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir, env=env)
+        theirs = [str(t["hosts"]["localhost"].get("msg")) for t in tasks]
+        differ.keep(cached, theirs)
+    argv = [sys.executable, "-m", "pctfleet", "run", str(ours_dir / "book.yml"), "--local"]
+    argv += ["--json", "--journal-dir", str(tmp_path / "runs")]
+    ours_env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")} | env
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=ours_env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (run,) = json.loads(done.stdout)["containers"]
+    assert [t["msg"] for t in run["tasks"]] == theirs

@@ -433,3 +433,23 @@ def test_contains_fails_on_an_undefined_list_item_even_after_a_match():
     assert "undefined variable 'typo'" in str(err.value)
     assert render("{{ {'a': typo} is contains('a') }}", {}, where="t") is True
     assert render("{{ [1, 2] is contains(2) }}", {}, where="t") is True
+
+
+def test_lookups_run_here_and_an_unknown_one_is_named(tmp_path, monkeypatch):
+    from pctfleet.errors import TemplateError
+
+    monkeypatch.setenv("LOOKED_UP", "yes")
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files/k.txt").write_text("key\n")
+    scope = {"playbook_dir": str(tmp_path)}
+    assert render("{{ lookup('env', 'LOOKED_UP') }}", scope, where="w") == "yes"
+    assert render("{{ lookup('file', 'k.txt') }}", scope, where="w") == "key"
+    assert render("{{ query('file', 'k.txt') }}", scope, where="w") == ["key"]
+    with pytest.raises(TemplateError) as err:
+        render("{{ lookup('dig', 'example.org') }}", scope, where="site.yml:4")
+    assert str(err.value).startswith("site.yml:4: lookup plugin 'dig' is not supported (known:")
+    with pytest.raises(TemplateError) as err:
+        render("{{ lookup('file', 'nope.txt') }}", scope, where="site.yml:5")
+    assert "lookup('file'): The 'file' lookup had an issue accessing the file 'nope.txt'" in str(
+        err.value
+    )

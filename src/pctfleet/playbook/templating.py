@@ -299,6 +299,12 @@ _CONDITIONS = _make_env()  # `when` and the other conditions: Jinja's own escape
 # ---------------------------------------------------------------- lazy variables
 
 
+# lookup(), query() and q(), filled in by pctfleet.playbook.lookups (it raises _Failure).
+# Not jinja globals: jinja's name tracking leaves globals out, and a variable of the
+# same name (`q`) must still count where a render's inputs are told.
+CALLABLES: dict[str, Any] = {}
+
+
 class LazyVars(Mapping):
     """Variables whose template strings are rendered on first use, like Ansible's
     lazy templating, so one variable may be built from others."""
@@ -313,7 +319,7 @@ class LazyVars(Mapping):
         if key in self._done:
             return self._done[key]
         if key not in self._raw:
-            return self._env.globals[key]
+            return CALLABLES[key] if key in CALLABLES else self._env.globals[key]
         if key in self._busy:
             loop = " -> ".join([*self._busy[self._busy.index(key) :], key])
             raise _Failure(f"variable refers to itself: {loop}")
@@ -330,14 +336,14 @@ class LazyVars(Mapping):
         return self._done[key]
 
     def __contains__(self, key: object) -> bool:
-        return key in self._raw or key in self._env.globals
+        return key in self._raw or key in CALLABLES or key in self._env.globals
 
     def __iter__(self) -> Iterator[str]:
         yield from self._raw
-        yield from (k for k in self._env.globals if k not in self._raw)
+        yield from (k for k in {**CALLABLES, **self._env.globals} if k not in self._raw)
 
     def __len__(self) -> int:
-        return len(set(self._raw) | set(self._env.globals))
+        return len(set(self._raw) | set(CALLABLES) | set(self._env.globals))
 
 
 def _lazy(variables: Mapping[str, Any]) -> LazyVars:
@@ -773,3 +779,8 @@ __all__ = [
     "to_bool",
     "unsafe",
 ]
+
+
+from pctfleet.playbook.lookups import GLOBALS as _LOOKUPS  # noqa: E402 - uses _Failure
+
+CALLABLES.update(_LOOKUPS)
