@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import differ
 
@@ -85,28 +86,45 @@ def _files(root: Path) -> dict[str, str]:
             if p.is_file()}  # fmt: skip
 
 
+def _theirs(kind: str, book: str, compute) -> Any:  # noqa: ANN001
+    """Ansible's outcome, kept by its inputs (differ.cache_path)."""
+    cached = differ.cache_path(kind, [CALL, book])
+    if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
+        return json.loads(cached.read_text())
+    outcome = compute()
+    differ.keep(cached, outcome)
+    return outcome
+
+
+def _ours(book: Path, tmp_path: Path, more_env: dict | None = None) -> dict:
+    """pctfleet run --local's one container: it must end with exit 0."""
+    argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--local"]
+    argv += ["--json", "--journal-dir", str(tmp_path / "runs")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env=env | (more_env or {})
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (run,) = json.loads(done.stdout)["containers"]
+    return run
+
+
 def test_everyday_lines_as_ansible_runs_them(tmp_path):
     theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
     for folder in (theirs_dir, ours_dir):
         folder.mkdir()
         (folder / "book.yml").write_text(BOOK)
-    cached = differ.cache_path("everyday", [CALL, BOOK])
-    if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
-        theirs = json.loads(cached.read_text())
-    else:
+
+    def ansible() -> dict:
         tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir)
         results = [(t["task"]["name"], t["hosts"]["localhost"]) for t in tasks]
-        theirs = {
+        return {
             "tasks": [[n, differ.ansible_status(r), str(r.get("msg", ""))] for n, r in results],
             "files": _files(theirs_dir),
         }
-        differ.keep(cached, theirs)
-    argv = [sys.executable, "-m", "pctfleet", "run", str(ours_dir / "book.yml"), "--local"]
-    argv += ["--json", "--journal-dir", str(tmp_path / "runs")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (run,) = json.loads(done.stdout)["containers"]
+
+    theirs = _theirs("everyday", BOOK, ansible)
+    run = _ours(ours_dir / "book.yml", tmp_path)
     debug = {t["name"] for t in run["tasks"] if t["module"] == "debug"}
     ours = [[t["name"], t["status"], t["msg"] if t["name"] in debug else ""] for t in run["tasks"]]
     shown = [[n, s, m if n in debug else ""] for n, s, m in theirs["tasks"]]
@@ -157,17 +175,58 @@ def test_lookups_as_ansible_gives_them(tmp_path):
     for folder in (theirs_dir, ours_dir):
         _lookup_tree(folder)
     env = {"LOOKED_UP": "here"}
-    cached = differ.cache_path("lookups", [CALL, LOOKUPS])
-    if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
-        theirs = json.loads(cached.read_text())
-    else:
+
+    def ansible() -> list:
         tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir, env=env)
-        theirs = [str(t["hosts"]["localhost"].get("msg")) for t in tasks]
-        differ.keep(cached, theirs)
-    argv = [sys.executable, "-m", "pctfleet", "run", str(ours_dir / "book.yml"), "--local"]
-    argv += ["--json", "--journal-dir", str(tmp_path / "runs")]
-    ours_env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")} | env
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=ours_env)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (run,) = json.loads(done.stdout)["containers"]
+        return [str(t["hosts"]["localhost"].get("msg")) for t in tasks]
+
+    theirs = _theirs("lookups", LOOKUPS, ansible)
+    run = _ours(ours_dir / "book.yml", tmp_path, env)
     assert [t["msg"] for t in run["tasks"]] == theirs
+
+
+PLAY_KEYS = r"""
+- hosts: all
+  gather_facts: false
+  environment: {GREETING: hello, OTHER: play}
+  ignore_errors: true
+  tasks:
+    - name: the play's environment
+      shell: echo $GREETING $OTHER
+      register: e
+      notify: h
+    - name: a task's environment over it
+      shell: echo $GREETING $OTHER
+      environment: {OTHER: task}
+      register: o
+    - name: fails, ignored by the play
+      command: /bin/false
+    - name: show
+      debug: {msg: "{{ e.stdout }}|{{ o.stdout }}"}
+  handlers:
+    - name: h
+      shell: echo $GREETING > h.txt
+      args: {chdir: "{{ playbook_dir }}"}
+"""
+
+
+def test_play_keys_every_task_takes_as_in_ansible(tmp_path):
+    theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
+    for folder in (theirs_dir, ours_dir):
+        folder.mkdir()
+        (folder / "book.yml").write_text(PLAY_KEYS)
+
+    def ansible() -> dict:
+        tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir)
+        results = [(t["task"]["name"], t["hosts"]["localhost"]) for t in tasks]
+        return {
+            "tasks": [[n, differ.ansible_status(r)] for n, r in results],
+            "shown": results[3][1]["msg"],
+            "handler": (theirs_dir / "h.txt").read_text(),
+        }
+
+    theirs = _theirs("play-keys", PLAY_KEYS, ansible)
+    run = _ours(ours_dir / "book.yml", tmp_path)
+    assert [[t["name"], t["status"]] for t in run["tasks"]] == theirs["tasks"]
+    assert run["tasks"][3]["msg"] == theirs["shown"] == "hello play|hello task"
+    assert (ours_dir / "h.txt").read_text() == theirs["handler"]

@@ -584,3 +584,14 @@ def test_one_line_arguments_split_as_ansible_splits_them(tmp_path, task, args):
 
     (play,) = load_playbook(book, known_args()).plays
     assert play.tasks[0].args == args
+
+
+def test_play_keys_read_and_not_followed_are_named_in_warnings(tmp_path):
+    book = tmp_path / "site.yml"
+    book.write_text(
+        "- hosts: all\n  collections: [community.general]\n  strategy: linear\n"
+        "  gather_subset: [min]\n  tasks: [{command: ls}]\n"
+    )
+    warnings = load_playbook(book, KNOWN).warnings
+    assert [w.split(": ", 1)[0] for w in warnings] == [f"{book}:2", f"{book}:4"]
+    assert "play key 'collections' is not followed" in warnings[0]

@@ -85,7 +85,17 @@ PLAY_KEYS = (
     "max_fail_percentage",
     "any_errors_fatal",
     "force_handlers",
+    *("environment", "ignore_errors", "no_log", "check_mode", "diff"),  # given to each task
+    *("collections", "strategy", "gather_subset", "gather_timeout", "order"),  # warned
 )
+# Play keys read and not followed: each named in a warning where a play has it.
+PLAY_KEYS_WARNED = {
+    "collections": "modules and filters are ansible.builtin's, known by their short names",
+    "strategy": "containers run as the linear strategy runs hosts",
+    "gather_subset": "the facts read are a fixed subset (see docs/playbooks.md, Facts)",
+    "gather_timeout": "facts are read with the play's first probe, under --timeout",
+    "order": "containers run in inventory order",
+}
 IMPORT_MODULES = ("import_tasks", "import_role", "include_tasks", "include_role")
 DYNAMIC_MODULES = ("include_tasks", "include_role")
 ROLE_ARGS = ("name", "tasks_from", "vars_from", "defaults_from", "handlers_from")
@@ -718,6 +728,7 @@ class _Inherit:
     any_errors_fatal: bool | None = None
     check_mode: bool | None = None
     diff: bool | None = None
+    environment: dict[str, Any] = field(default_factory=dict)  # a play's: under a task's
 
     def apply(self, nodes: list) -> list:
         out: list = []
@@ -739,6 +750,7 @@ class _Inherit:
                     any_errors_fatal=_first(node.any_errors_fatal, self.any_errors_fatal),
                     check_mode=_first(node.check_mode, self.check_mode),
                     diff=_first(node.diff, self.diff),
+                    environment={**self.environment, **node.environment},
                 )
             )
         return out
@@ -995,7 +1007,15 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     variables = {**variables, **reader.role_vars, **role_vars}
     if vars_files is not None:
         vars_files.over = {**reader.role_vars, **role_vars}
-    tasks, forced = (_Inherit(tags=tags).apply(_sections(*sections, m, f)) for f in (0, 1))
+    keys = _play_task_keys(m, ctx)
+    given = _Inherit(tags=tags, **keys)
+    tasks, forced = (given.apply(_sections(*sections, m, f)) for f in (0, 1))
+    handlers = _Inherit(**keys).apply(handlers)
+    reader.warnings += [
+        f"{m.where(key)}: play key {key!r} is not followed: {why}"
+        for key, why in PLAY_KEYS_WARNED.items()
+        if key in m and not (key == "strategy" and m[key] == "linear")
+    ]
     _check_notify([*leaves(tasks), *handlers], handlers)
     defaults = {**reader.role_defaults, **_mapping(m, "defaults", ctx, var_names=True)}
     return Play(
@@ -1013,6 +1033,14 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
         force_handlers=_bool(m, "force_handlers", ctx, None),
         forced_tasks=forced,
     )
+
+
+def _play_task_keys(m: YamlMap, ctx: str) -> dict[str, Any]:
+    """The play keys that are every task's, as in Ansible (a task's own value wins)."""
+    environment = _mapping(m, "environment", ctx, var_names=True)
+    _check_jinja(environment, m, "environment", ctx)
+    flags = ("ignore_errors", "no_log", "check_mode", "diff")
+    return {"environment": environment} | {key: _bool(m, key, ctx, None) for key in flags}
 
 
 def _play_tasks(reader: _Reader, m: YamlMap, ctx: str) -> tuple[tuple, dict, list]:
