@@ -453,3 +453,14 @@ def test_lookups_run_here_and_an_unknown_one_is_named(tmp_path, monkeypatch):
     assert "lookup('file'): The 'file' lookup had an issue accessing the file 'nope.txt'" in str(
         err.value
     )
+
+
+def test_what_a_container_printed_stays_data_through_a_template_lookup_and_a_newline(tmp_path):
+    from pctfleet.playbook.templating import Unsafe, unsafe
+
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates/t.j2").write_text("{{ b }}")
+    scope = {"playbook_dir": str(tmp_path), "out": unsafe("{{ 7*7 }}"), "b": "x {{ out }}"}
+    assert render("{{ lookup('template', 't.j2') }}", scope, where="w") == "x {{ 7*7 }}"
+    kept = render("{{ out }}\n", scope, where="w")
+    assert (kept, type(kept)) == ("{{ 7*7 }}\n", Unsafe)

@@ -114,7 +114,10 @@ def _template(context: Mapping, terms: list, **_: Any) -> list:
         path = _find(context, "templates", str(term))
         if path is None:
             raise LookupFailed(f"the template file {term} could not be found for the lookup")
-        out.append(render_template_file(path, context, where=f"lookup('template', {term!r})"))
+        # The context's own variables, never its rendered values: those may hold
+        # what a container printed, which is data, never a template.
+        variables = getattr(context, "parent", context)
+        out.append(render_template_file(path, variables, where=f"lookup('template', {term!r})"))
     return out
 
 

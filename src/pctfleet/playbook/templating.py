@@ -423,6 +423,8 @@ def _render_fresh(text: str, variables: LazyVars, env: jinja2.Environment) -> An
         if isinstance(value, jinja2.ChainableUndefined):  # a fact not read yet: text
             return "\n"
         value = _defined(value)
+        if isinstance(value, Unsafe | Secret):  # data stays data, with its newline
+            return type(value)(value + "\n")
         return value + "\n" if isinstance(value, str) else value
     template = _template(env, text)
     context = template.new_context(variables, shared=True)
@@ -603,7 +605,9 @@ def render_template_file(path: str | Path, variables: Mapping[str, Any], *, wher
     env = _file_env(str(found.parent))
     try:
         template = env.get_template(found.name)
-        context = template.new_context(LazyVars(variables, env), shared=True)
+        # Values already rendered (lookup('template') passes its own) are not rendered again.
+        lazy = variables if isinstance(variables, LazyVars) else LazyVars(variables, env)
+        context = template.new_context(lazy, shared=True)
         return "".join(template.root_render_func(context))
     except (OSError, UnicodeDecodeError) as err:
         raise TemplateError(f"cannot read template {str(found)!r}: {err}", where=where) from None
