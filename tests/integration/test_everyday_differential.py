@@ -78,6 +78,16 @@ BOOK = r"""
       failed_when: false
     - name: what the first one registered
       debug: {msg: "{{ unfailed.rc }} {{ unfailed is changed }} {{ unfailed is failed }}"}
+    - name: a changed_when that errs fails the task, and ignore_errors holds
+      command: "false"
+      register: erring
+      changed_when: erring.stdout_lines[0] == 'created'
+      ignore_errors: true
+    - name: executable among a command's words
+      command: echo hi executable=/bin/sh
+      register: exe
+    - name: what it printed
+      debug: {msg: "{{ exe.stdout }}"}
 """
 
 

@@ -475,6 +475,8 @@ def _module_args(
         args = plain(raw)
     elif isinstance(raw, str) and module in ("command", "shell"):
         args = _command_words(raw, m, key, ctx)
+        if module == "command":  # as before, and as ansible-core runs it: not command's
+            args.pop("executable", None)
     elif isinstance(raw, str) and module in FREE_FORM_MODULES:
         args = {FREE_FORM_MODULES[module]: raw}
     elif isinstance(raw, str | int | float) and not isinstance(raw, bool):

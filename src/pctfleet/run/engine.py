@@ -705,10 +705,13 @@ class ContainerEngine:
         changed = status == "changed" or (status == "failed" and ran)
         failed = status == "failed"
         if status != "skipped":
-            if task.changed_when is not None:
-                changed = condition(task.changed_when, scope, where=where)
-            if task.failed_when is not None:
-                failed = condition(task.failed_when, scope, where=where)
+            try:
+                if task.changed_when is not None:
+                    changed = condition(task.changed_when, scope, where=where)
+                if task.failed_when is not None:
+                    failed = condition(task.failed_when, scope, where=where)
+            except InputError as exc:  # as in Ansible: the task fails, ignore_errors holds
+                failed, registered["msg"] = True, str(exc)
             status = "failed" if failed else ("changed" if changed else "ok")
         registered["changed"], registered["failed"] = changed, status == "failed"
         return status
