@@ -45,6 +45,15 @@ class TemplateError(InputError):
     """A jinja2 expression or template failed to parse or to render."""
 
 
+class UndefinedVariable(TemplateError):
+    """A template read a variable (or an attribute) that is not defined; `detail` is
+    Jinja's own words for it (`'nope' is undefined`)."""
+
+    def __init__(self, message: str, *, where: str | None = None, detail: str = "") -> None:
+        super().__init__(message, where=where)
+        self.detail = detail or message
+
+
 def did_you_mean(word: object, choices: object) -> str:
     """` (did you mean 'x'?)` when `word` is close to one of `choices`, else ``."""
     if not isinstance(word, str):

@@ -77,9 +77,12 @@ def test_debug_var_of_a_registered_result_waits_for_it(tmp_path):
     )
 
 
-def test_debug_var_of_an_unknown_name_is_refused(tmp_path):
-    with pytest.raises(InputError, match=r"book.yml:\d+.*'nope'"):
-        check(tmp_path, "- debug: {var: nope}\n")
+def test_debug_var_of_an_unknown_name_is_no_error_as_in_ansible(tmp_path):
+    # ansible-core shows a placeholder for it and goes on (measured in
+    # test_data_marks_differential); a broken expression is still refused.
+    check(tmp_path, "- debug: {var: nope}\n")
+    with pytest.raises(InputError, match=r"book.yml:\d+.*syntax"):
+        check(tmp_path, "- debug: {var: 'nope +'}\n")
 
 
 def test_a_registered_name_inside_a_path_is_no_reference(tmp_path):

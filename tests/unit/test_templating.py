@@ -464,3 +464,43 @@ def test_what_a_container_printed_stays_data_through_a_template_lookup_and_a_new
     assert render("{{ lookup('template', 't.j2') }}", scope, where="w") == "x {{ 7*7 }}"
     kept = render("{{ out }}\n", scope, where="w")
     assert (kept, type(kept)) == ("{{ 7*7 }}\n", Unsafe)
+
+
+# ---------------------------------------------------------------- data, not templates
+
+
+def test_iterators_from_filters_are_lists_in_text_values_and_expressions():
+    data = {"a": [1, 2], "b": ["x", "y"], "s": [3, 1, 3]}
+    assert render("{{ a | zip(b) }}", data, where="t") == [[1, "x"], [2, "y"]]
+    assert render("z={{ s | map('string') }}", data, where="t") == "z=['3', '1', '3']"
+    assert render("{{ (a | product(b)) | length }}", data, where="t") == 4
+    assert render("{{ (a | reverse)[0] }}", data, where="t") == 2
+    assert render("{{ {'k': 1}.items() }}", data, where="t") == [["k", 1]]
+    assert render("{{ 'a.b' | splitext }}", data, where="t") == ["a", ".b"]
+
+
+def test_as_data_gives_back_the_same_object_when_nothing_is_an_iterator():
+    from pctfleet.playbook.templating import as_data
+
+    value = {"k": [1, {"n": "x"}]}
+    assert as_data(value) is value
+    assert as_data({"k": (1, 2)}) == {"k": [1, 2]}
+
+
+def test_random_with_a_seed_repeats_and_counts_as_ansible_does():
+    data = {"b": ["x", "y", "z"]}
+    first = render("{{ 60 | random(seed='x') }}", data, where="t")
+    assert first == render("{{ 60 | ansible.builtin.random(seed='x') }}", data, where="t")
+    stepped = render("{{ 60 | random(start=10, step=5, seed='x') }}", data, where="t")
+    assert 10 <= stepped < 60 and stepped % 5 == 0
+    assert render("{{ b | random(seed='y') }}", data, where="t") in data["b"]
+    with pytest.raises(TemplateError, match="start and step"):
+        render("{{ b | random(start=1) }}", data, where="t")
+
+
+def test_a_yaml_unsafe_tag_keeps_braces_as_text():
+    from pctfleet.playbook.yamlsrc import load_yaml_text
+
+    loaded = load_yaml_text('one: !unsafe "{{ 5*5 }}"\nall: !unsafe ["{{ a }}", {k: "{% x %}"}]\n')
+    assert render("{{ one }}|{{ all[1].k }}", loaded, where="t") == "{{ 5*5 }}|{% x %}"
+    assert render({"v": "{{ all }}"}, loaded, where="t") == {"v": ["{{ a }}", {"k": "{% x %}"}]}

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pctfleet.errors import PlaybookError
+from pctfleet.errors import PlaybookError, UndefinedVariable, brief
 from pctfleet.modules.args import Args, Context, arg
 from pctfleet.modules.assertion import waits_for_run
 from pctfleet.modules.base import Module, Plan
 from pctfleet.playbook import search
-from pctfleet.playbook.templating import render
+from pctfleet.playbook.templating import as_data, evaluate
 from pctfleet.playbook.yamlsrc import load_yaml, plain
 
 
@@ -22,11 +22,19 @@ def _shown(value: Any, where: str) -> str:
     return str(value)
 
 
+def _expression_text(value: Any, where: str) -> str:
+    """`var` is an expression to evaluate: text, as ansible-core requires it to be
+    (`var: "{{ n }}"` rendering to a number is an error there too)."""
+    if not isinstance(value, str):
+        raise PlaybookError(f"debug: 'var' must be an expression, got {brief(value)}", where=where)
+    return value
+
+
 @dataclass(frozen=True)
 class DebugArgs(Args):
     reads_context: ClassVar[bool] = True
     msg: str = arg("Hello world!", convert=_shown)
-    var: str | None = arg(None, convert=_shown)
+    var: str | None = arg(None, convert=_expression_text)
     # Not an argument: `var` evaluated with the task's variables when it is prepared.
     value: Any = None
 
@@ -35,8 +43,11 @@ class DebugArgs(Args):
         args = super().parse(raw, ctx, where)
         if args.var is None or waits_for_run([args.var], ctx.variables):
             return args  # a registered result, say: shown when the task is reached
-        value = render("{{ " + args.var + " }}", ctx.variables, where=where)
-        return dataclasses.replace(args, value=value)
+        try:  # a bare expression, read as `when` reads one (Jinja's own escapes)
+            value = evaluate(args.var, ctx.variables, where=where)
+        except UndefinedVariable as exc:  # as ansible-core shows it: the task goes on
+            value = f"<< error 1 - {exc.detail} >>"
+        return dataclasses.replace(args, value=as_data(value))
 
 
 class Debug(Module, name="debug", args=DebugArgs):

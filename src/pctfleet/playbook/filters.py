@@ -253,10 +253,14 @@ def url_split(value: Any, query: str = "") -> Any:
     return fields[query]
 
 
+# ansible-core dumps with libyaml where PyYAML has it: no `...` after a lone scalar.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def to_yaml(value: Any, *_args: Any, default_flow_style: bool | None = None, **kwargs: Any) -> str:
     """Terse YAML, keys sorted, short lists and maps inline, as Ansible's to_yaml."""
     return yaml.dump(
-        value, Dumper=yaml.SafeDumper, allow_unicode=True,
+        value, Dumper=_DUMPER, allow_unicode=True,
         default_flow_style=default_flow_style, **kwargs,
     )  # fmt: skip
 
@@ -299,8 +303,22 @@ def inversepower(x: Any, base: float = 2) -> float:
 
 def shuffle(mylist: Any, seed: Any = None) -> list:
     shuffled = list(mylist)
-    (random.Random(seed) if seed is not None else random).shuffle(shuffled)  # noqa: S311
+    (random.Random(seed) if seed else random).shuffle(shuffled)  # noqa: S311
     return shuffled
+
+
+def rand(end: Any, start: Any = None, step: Any = None, seed: Any = None) -> Any:
+    """ansible-core's `random`: below `end` (from `start` by `step`) for a number, one
+    of its items for a list; with a `seed`, the same answer every time."""
+    # Not for secrets, as there: a seeded pick must repeat.
+    picker = random.Random(seed) if seed is not None else random.SystemRandom()  # noqa: S311
+    if isinstance(end, int) and not isinstance(end, bool):
+        return picker.randrange(start or 0, end, step or 1)
+    if hasattr(end, "__iter__"):
+        if start or step:
+            raise ValueError("start and step can only be used with integer values")
+        return picker.choice(list(end) if not isinstance(end, Sequence) else end)
+    raise ValueError("random can only be used on sequences and integers")
 
 
 FILTERS: dict[str, Any] = {
@@ -349,4 +367,5 @@ FILTERS: dict[str, Any] = {
     "pow": math.pow,
     "root": inversepower,
     "shuffle": shuffle,
+    "random": rand,
 }

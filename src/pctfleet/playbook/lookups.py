@@ -59,9 +59,13 @@ def _file(context: Mapping, terms: list, rstrip: bool = True, lstrip: bool = Fal
 
 
 def _pipe(context: Mapping, terms: list, **_: Any) -> list:
+    folder = context.get("playbook_dir")  # ansible-core runs it in the playbook's folder
+    cwd = folder if isinstance(folder, str) and os.path.isdir(folder) else None
     out = []
     for term in terms:
-        done = subprocess.run(str(term), shell=True, capture_output=True, text=True)  # noqa: S602
+        done = subprocess.run(  # noqa: S602 - a shell command is what the pipe lookup runs
+            str(term), shell=True, capture_output=True, text=True, cwd=cwd
+        )
         if done.returncode != 0:
             raise LookupFailed(f"lookup_plugin.pipe({term}) returned {done.returncode}")
         out.append(done.stdout.rstrip())

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pctfleet.errors import TemplateError, brief
-from pctfleet.playbook.templating import render
+from pctfleet.playbook.templating import render, unsafe
 
 _SHORTCUT = re.compile(
     r"^(?:(?P<start>[+-]?(?:0x)?[0-9a-f]+)-)?(?P<end>[+-]?(?:0x)?[0-9a-f]+)"
@@ -26,7 +26,12 @@ _SHORTCUT = re.compile(
 
 
 def loop_items(loop: Any, variables: Mapping[str, Any], base_dir: str, where: str) -> list:
-    """The items of `loop` (a loader `Loop`), rendered with `variables`."""
+    """The items of `loop` (a loader `Loop`), rendered with `variables` and marked as
+    data: `{{ item }}` must not render what a file, a command or `{{ '{{' }}` produced."""
+    return unsafe(_items(loop, variables, base_dir, where))
+
+
+def _items(loop: Any, variables: Mapping[str, Any], base_dir: str, where: str) -> list:
     terms = render(loop.terms, variables, where=where)
     kind = loop.kind
     if kind == "sequence":

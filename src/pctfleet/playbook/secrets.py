@@ -1,4 +1,5 @@
-"""Secret strings and the template test: what reading YAML needs, without Jinja.
+"""Secret and data-only strings and the template test: what reading YAML needs,
+without Jinja.
 
 Kept apart from templating.py so that loading an inventory (which starts the
 nodes' logins) does not wait for jinja2 to import.
@@ -17,6 +18,14 @@ class Secret(str):
 
     def __repr__(self) -> str:
         return f"Secret({REDACTED!r})"
+
+
+class Unsafe(str):
+    """Text that is data, never a template: what a container printed (a registered
+    result), a loop's items, a YAML value tagged `!unsafe`. Rendering passes it
+    through untouched, so `{{ ... }}` in it is never evaluated on the controller."""
+
+    __slots__ = ()
 
 
 def is_template(text: str) -> bool:

@@ -28,9 +28,9 @@ import jinja2
 import yaml
 from jinja2 import StrictUndefined, Undefined, meta, nodes
 
-from pctfleet.errors import TemplateError
+from pctfleet.errors import TemplateError, UndefinedVariable
 from pctfleet.playbook import ansible_tests, filters, rendermemo
-from pctfleet.playbook.secrets import REDACTED, Secret
+from pctfleet.playbook.secrets import REDACTED, Secret, Unsafe
 from pctfleet.playbook.secrets import is_template as _is_template
 
 SECRET_SUFFIXES = ("_password", "_token", "_secret")
@@ -38,15 +38,6 @@ _UNDEFINED_RE = re.compile(r"^'([^']+)' is undefined")
 _NO_ATTR_RE = re.compile(r"has no attribute '([^']+)'")
 _TRUE_WORDS = {"true", "yes", "on", "1", "y", "t"}
 _FALSE_WORDS = {"false", "no", "off", "0", "n", "f", "", "none"}
-
-
-class Unsafe(str):
-    """Text that came from a container (a registered result): data, never a template.
-
-    Rendering passes it through untouched, so output such as `{{ ... }}` printed
-    by a command is never evaluated on the controller."""
-
-    __slots__ = ()
 
 
 _EMPTY = Unsafe("")  # one for every empty output: a run registers thousands
@@ -256,14 +247,51 @@ class _ValueEnvironment(jinja2.Environment):
         return found
 
 
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+
+
+def as_data(value: Any) -> Any:
+    """`value` as ansible-core 2.19 gives a template's result: an iterator (`map`,
+    `zip`, `product`), a dict view or a tuple inside it becomes a list, so no
+    `<generator object ...>` reaches a file or a message."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is list:
+        listed = [as_data(item) for item in value]
+        return value if all(a is b for a, b in zip(listed, value, strict=True)) else listed
+    if kind is dict:
+        data = {key: as_data(item) for key, item in value.items()}
+        return value if all(data[k] is v for k, v in value.items()) else data
+    if kind is tuple or kind in _VIEWS or isinstance(value, Iterator):
+        return [as_data(item) for item in value]
+    return value
+
+
+def _listing(plugin: Any) -> Any:
+    """A filter whose iterator result is a list, as ansible-core's filters give it:
+    `s | map('string') | length` and `(a | zip(b))[0]` work there."""
+
+    @functools.wraps(plugin)  # keeps jinja's pass_context mark
+    def listed(*args: Any, **kwargs: Any) -> Any:
+        value = plugin(*args, **kwargs)
+        return list(value) if isinstance(value, Iterator) or type(value) in _VIEWS else value
+
+    return listed
+
+
+def _finalize(value: Any) -> Any:
+    # As in Ansible: None inside text renders as nothing ("x{{ none }}x" is "xx").
+    return "" if value is None else as_data(value)
+
+
 def _make_env(loader: jinja2.BaseLoader | None = None, values: bool = False) -> jinja2.Environment:
     # Template files render as Ansible's template module does: trim_blocks drops the
     # newline after a block tag, so `{% if %}` lines leave no blank line behind.
     kind = _ValueEnvironment if values else jinja2.Environment
     env = kind(
         undefined=ChainedUndefined,
-        # As in Ansible: None inside text renders as nothing ("x{{ none }}x" is "xx").
-        finalize=lambda value: "" if value is None else value,
+        finalize=_finalize,
         keep_trailing_newline=True,
         autoescape=False,
         loader=loader,
@@ -271,6 +299,9 @@ def _make_env(loader: jinja2.BaseLoader | None = None, values: bool = False) -> 
     )
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
+    for table in (env.filters, env.tests):  # Jinja's own are ansible.builtin's there too
+        table.update({f"ansible.builtin.{n}": f for n, f in list(table.items()) if "." not in n})
+    env.filters.update({name: _listing(f) for name, f in env.filters.items()})
     for name, test in env.tests.items():
         if name not in _UNDEFINED_TESTS and not hasattr(test, "jinja_pass_arg"):
             env.tests[name] = _on_defined(test)
@@ -392,7 +423,7 @@ def _template(env: jinja2.Environment, text: str) -> jinja2.Template:
 
 
 def _run_expression(expr: str, variables: LazyVars, env: jinja2.Environment) -> Any:
-    return _defined(_expression_value(expr, variables, env))
+    return as_data(_defined(_expression_value(expr, variables, env)))
 
 
 def _expression_value(expr: str, variables: LazyVars, env: jinja2.Environment) -> Any:
@@ -422,7 +453,7 @@ def _render_fresh(text: str, variables: LazyVars, env: jinja2.Environment) -> An
         value = _expression_value(expr, variables, env)
         if isinstance(value, jinja2.ChainableUndefined):  # a fact not read yet: text
             return "\n"
-        value = _defined(value)
+        value = as_data(_defined(value))
         if isinstance(value, Unsafe | Secret):  # data stays data, with its newline
             return type(value)(value + "\n")
         return value + "\n" if isinstance(value, str) else value
@@ -536,6 +567,9 @@ def _guard(where: str, func, *args: Any) -> Any:
         return func(*args)
     except TemplateError:
         raise
+    except jinja2.UndefinedError as err:
+        detail = getattr(err, "message", None) or str(err)
+        raise UndefinedVariable(_describe(err), where=where, detail=detail) from None
     except Exception as err:  # jinja lets any Python error of a filter through
         raise TemplateError(_describe(err), where=where) from None
 

@@ -11,6 +11,7 @@ line numbers, so validation errors can point at `file:line`:
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pctfleet.errors import InputError
 from pctfleet.playbook import vault
-from pctfleet.playbook.secrets import Secret, is_template
+from pctfleet.playbook.secrets import Secret, Unsafe, is_template
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -159,9 +160,31 @@ def _construct_vault(loader: PositionLoader, node: Node) -> Secret:
     return Secret(vault.decrypt(node.value, where))
 
 
+def _construct_unsafe(loader: PositionLoader, node: Node) -> Any:
+    """A value tagged `!unsafe`: read as if untagged, every text in it data, never a
+    template (ansible-core's `!unsafe`, on a scalar or a whole list or mapping)."""
+    untagged = copy.copy(node)
+    untagged.tag = loader.resolve(type(node), node.value, (True, False))
+    return _as_unsafe(loader.construct_object(untagged, deep=True))
+
+
+def _as_unsafe(value: Any) -> Any:
+    if isinstance(value, Secret | Unsafe):
+        return value
+    if isinstance(value, str):
+        return Unsafe(value)
+    if isinstance(value, list):  # in place: a YamlList keeps its lines
+        value[:] = [_as_unsafe(item) for item in value]
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _as_unsafe(item)
+    return value
+
+
 PositionLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 PositionLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 PositionLoader.add_constructor("!vault", _construct_vault)
+PositionLoader.add_constructor("!unsafe", _construct_unsafe)
 
 
 def _yaml_problem(err: yaml.YAMLError, name: str, text: str) -> InputError:

@@ -37,7 +37,7 @@ from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
 from pctfleet.run.observe import Observer
 from pctfleet.run.playflow import Outcome, PlayEnded, PlayFlow
 from pctfleet.run.results import ContainerRun, TaskResult
-from pctfleet.run.taskargs import task_args
+from pctfleet.run.taskargs import calls_lookup, task_args
 from pctfleet.transport.base import CommandTimeout, Target, TransferError, TransportError
 from pctfleet.transport.files import push
 
@@ -430,6 +430,17 @@ class ContainerEngine:
 
     def _run_task(self, task: Any, remaining: list, handler: bool) -> TaskResult:
         started = time.monotonic()
+        try:
+            return self._task_outcome(task, remaining, handler, started)
+        except InputError as exc:  # known only now (a lookup, a result): as ansible-core,
+            # the task fails, and ignore_errors, rescue and register hold.
+            msg = redact(str(exc), self.vars)
+            registered = {"changed": False, "failed": True, "msg": msg}
+            scope = self._scope(task)
+            return self._finish(task, Plan(False, msg=msg), "failed", registered, handler,
+                                started, scope, after=False)  # fmt: skip
+
+    def _task_outcome(self, task: Any, remaining: list, handler: bool, started: float):
         where = f"{task.loc}: task '{task.name}'"
         if task.loop is not None:
             return self._run_loop(task, remaining, handler, started, where)
@@ -607,6 +618,8 @@ class ContainerEngine:
         module = REGISTRY.get(task.module)
         if module is None or module.controller or delegated(task):
             return {}
+        if calls_lookup(task, self._scope(task)):
+            return {}  # a lookup runs when its task is reached, not ahead of it
         scopes = {f"t{id(task)}": self._scope(task)}
         if task.loop is not None:
             try:

@@ -23,9 +23,7 @@ from pctfleet.playbook.magic import PlayMagic
 from pctfleet.playbook.templating import (
     condition,
     names_reached,
-    names_through,
     redact,
-    referenced_names,
 )
 from pctfleet.run import taskargs
 from pctfleet.run.batches import plan_batches
@@ -134,7 +132,10 @@ def preflight(
 
 def _item_scopes(task: Any, variables: dict, later: Any, base_dir: str) -> list[dict]:
     """The variables the task runs with, once per loop item; none when its loop
-    reads a result known only at run time (it is checked when reached)."""
+    reads a result known only at run time or calls a lookup (it is checked when
+    reached)."""
+    if taskargs.loop_calls_lookup(task, variables):
+        return []
     try:
         return item_scopes(task, variables, base_dir, f"{task.loc}: task '{task.name}'")
     except InputError:
@@ -145,8 +146,8 @@ def _item_scopes(task: Any, variables: dict, later: Any, base_dir: str) -> list[
 
 def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> None:
     where = f"{task.loc}: task '{task.name}'"
-    # A task reading a result not known yet is checked when reached instead.
-    if _reads_any(task, variables, later):
+    # A task reading a result not known yet, or calling a lookup, is checked when reached.
+    if taskargs.reads_any(task, variables, taskargs.LOOKUP_CALLS.union(later)):
         return
     try:
         if task.when and not condition(task.when, variables, where=where):
@@ -156,27 +157,6 @@ def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> No
         exc.message = redact(exc.message, variables)  # a secret quoted back stays hidden
         exc.args = (exc.message,)
         raise
-
-
-def _reads_any(task: Any, variables: dict, names: Any) -> bool:
-    """Whether the task's templates (args or `when`) read one of `names`,
-    directly or through variables built from them. Decided from the parsed
-    templates: a name merely appearing in a path is no reference."""
-    return not names_through(_written_names(task), variables).isdisjoint(names)
-
-
-_WRITTEN: dict[int, tuple[Any, frozenset[str]]] = {}  # id(task) -> (task, its names)
-
-
-def _written_names(task: Any) -> frozenset[str]:
-    """The names the task's own templates read: the same for every container."""
-    kept = _WRITTEN.get(id(task))
-    if kept is None or kept[0] is not task:
-        names = referenced_names(dict(task.args))
-        names |= referenced_names(task.when, expression=True)
-        names |= referenced_names(task.delegate_to or "")
-        kept = _WRITTEN[id(task)] = (task, frozenset(names))
-    return kept[1]
 
 
 @dataclass

@@ -29,7 +29,13 @@ from pctfleet.playbook.delegation import check_rendered
 from pctfleet.playbook.magic import drop_omitted
 from pctfleet.playbook.rendermemo import scalar_key
 from pctfleet.playbook.templatevars import UNSTABLE
-from pctfleet.playbook.templating import _ENV, render
+from pctfleet.playbook.templating import (
+    _ENV,
+    names_reached,
+    names_through,
+    referenced_names,
+    render,
+)
 
 LIMIT = 100_000  # entries before the table starts again: bounded memory on any fleet
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -134,3 +140,43 @@ def _walk(value: Any) -> Any:
             return _IMPURE
         found.update(names)
     return frozenset(found)
+
+
+def reads_any(task: Any, variables: dict, names: Any) -> bool:
+    """Whether the task's templates (args or `when`) read one of `names`,
+    directly or through variables built from them. Decided from the parsed
+    templates: a name merely appearing in a path is no reference."""
+    return not names_through(_written_names(task), variables).isdisjoint(names)
+
+
+_WRITTEN: dict[int, tuple[Any, frozenset[str]]] = {}  # id(task) -> (task, its names)
+
+
+def _written_names(task: Any) -> frozenset[str]:
+    """The names the task's own templates read: the same for every container."""
+    kept = _WRITTEN.get(id(task))
+    if kept is None or kept[0] is not task:
+        names = referenced_names(dict(task.args))
+        names |= referenced_names(task.when, expression=True)
+        names |= referenced_names(task.delegate_to or "")
+        kept = _WRITTEN[id(task)] = (task, frozenset(names))
+    return kept[1]
+
+
+# A lookup runs a command or reads a file on this machine: once, when its task is
+# reached, as ansible-playbook does (a file an earlier task writes, a pipe with effects,
+# a failure that ignore_errors must hold). Preflight and the probe leave such a task
+# to then.
+LOOKUP_CALLS = frozenset({"lookup", "query", "q"})
+
+
+def calls_lookup(task: Any, variables: Mapping[str, Any]) -> bool:
+    """Whether the task's arguments, `when` or loop call a lookup, directly or
+    through the variables they read."""
+    return reads_any(task, variables, LOOKUP_CALLS) or loop_calls_lookup(task, variables)
+
+
+def loop_calls_lookup(task: Any, variables: Mapping[str, Any]) -> bool:
+    if task.loop is None:
+        return False
+    return not LOOKUP_CALLS.isdisjoint(names_reached(task.loop.terms, {**variables, **task.vars}))
