@@ -97,3 +97,26 @@ def keep(path: Path, outcome: dict) -> None:
     CACHE.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".tmp").write_text(json.dumps(outcome))
     path.with_suffix(".tmp").replace(path)
+
+
+def cached(kind: str, inputs: list, compute) -> dict:
+    """Ansible's outcome for `inputs`: from the cache, else `compute()` kept there
+    (PCTFLEET_DIFF_FRESH=1 computes it again)."""
+    path = cache_path(kind, inputs)
+    if path.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
+        return json.loads(path.read_text())
+    outcome = compute()
+    keep(path, outcome)
+    return outcome
+
+
+def pctfleet_local(book: Path, journal: Path) -> list[dict]:
+    """`pctfleet run BOOK --local --json` (no ANSIBLE_* in its environment): the one
+    container's task entries."""
+    argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--local"]
+    argv += ["--json", "--journal-dir", str(journal)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (run,) = json.loads(done.stdout)["containers"]
+    return run["tasks"]

@@ -7,10 +7,6 @@ fail only their task (measured on ansible-core 2.19)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,13 +116,8 @@ def _shown(result: dict) -> list:
 
 
 def _ours(book: Path, tmp_path: Path) -> list:
-    argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--local"]
-    argv += ["--json", "--journal-dir", str(tmp_path / "runs")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (run,) = json.loads(done.stdout)["containers"]
-    return [[t["status"], t["msg"], [i["msg"] for i in t.get("items", [])]] for t in run["tasks"]]
+    tasks = differ.pctfleet_local(book, tmp_path / "runs")
+    return [[t["status"], t["msg"], [i["msg"] for i in t.get("items", [])]] for t in tasks]
 
 
 def _as_ours(theirs: list) -> list:
@@ -143,14 +134,13 @@ def test_data_stays_data_and_lookups_run_when_reached(tmp_path):
     theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
     for folder in (theirs_dir, ours_dir):
         _tree(folder)
-    cached = differ.cache_path("data-marks", [CALL, BOOK])
-    if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
-        theirs = json.loads(cached.read_text())
-    else:
+
+    def ansible() -> dict:
         tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir)
         shown = [_shown(t["hosts"]["localhost"]) for t in tasks]
-        theirs = {"tasks": shown, "files": _files(theirs_dir)}
-        differ.keep(cached, theirs)
+        return {"tasks": shown, "files": _files(theirs_dir)}
+
+    theirs = differ.cached("data-marks", [CALL, BOOK], ansible)
     ours = _ours(ours_dir / "book.yml", tmp_path)
     expected = _as_ours(theirs["tasks"])
     # The failing lookups: both fail that task alone and go on; the words differ.

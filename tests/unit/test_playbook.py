@@ -172,8 +172,8 @@ def test_defaults_of_a_bare_task(tmp_path):
             "F:3: task 'T': task names no",
         ),
         (
-            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      with_nested: [1]\n",
-            "F:5: task 'T': 'with_nested' is not supported (loops: loop, with_items",
+            "- hosts: all\n  tasks:\n    - name: T\n      command: ls\n      with_flattened: [1]\n",
+            "F:5: task 'T': 'with_flattened' is not supported (loops: loop, with_items",
         ),
         (
             "- hosts: all\n  vars_prompt:\n    - name: pw\n  tasks: []\n",

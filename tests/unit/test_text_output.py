@@ -93,6 +93,14 @@ def test_loop_items_show_their_label_and_message_as_written(bad):
 
 
 @hostile
+def test_a_task_warning_shows_under_its_line_as_written(bad):
+    con = console()
+    result = TaskResult("t", "debug", "ok", details={"warnings": [f"lookup failed: {bad}"]})
+    report.LiveReport(con).task(ContainerRun("pve1", 101), result)
+    assert_literal(printed(con), f"  warning: lookup failed: {bad}")
+
+
+@hostile
 def test_diff_shows_before_and_after_as_written(bad):
     con = console()
     live = report.LiveReport(con, show_diff=True)

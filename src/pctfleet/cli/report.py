@@ -44,6 +44,8 @@ class LiveReport:
             text.append_text(line("  ", (_one_line(result.msg), "dim")))
         with self.lock:
             self.console.print(text)
+            for warning in result.details.get("warnings", []):
+                self.console.print(line("  warning: ", warning))
             for item in self._items(result):
                 self.console.print(item)
             for row in failure_lines(result.failure):

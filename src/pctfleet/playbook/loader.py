@@ -25,6 +25,7 @@ from pctfleet.errors import InputError, PlaybookError, brief, did_you_mean
 from pctfleet.inventory import VAR_NAME_RE
 from pctfleet.playbook import delegation, kvargs
 from pctfleet.playbook.ansibledefaults import PlayDefaults, play_defaults, unfollowed
+from pctfleet.playbook.loops import NATIVE, WITH_LOOKUPS
 from pctfleet.playbook.templating import syntax_problem
 from pctfleet.playbook.varsfiles import Entry, PlayVarsFiles
 from pctfleet.playbook.yamlsrc import YamlList, YamlMap, load_yaml, plain
@@ -56,7 +57,7 @@ TASK_KEYWORDS = (
     "delegate_to",
     "check_mode",
     "diff",
-    *(f"with_{kind}" for kind in ("items", "list", "dict", "sequence", "fileglob")),
+    *(f"with_{kind}" for kind in (*NATIVE[1:], *WITH_LOOKUPS)),
 )
 HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
 IMPORT_KEYWORDS = ("name", "tags", "when")
@@ -65,7 +66,7 @@ BLOCK_KEYWORDS = (
     "become", "run_once", "any_errors_fatal",
     "become", "check_mode", "diff",
 )  # fmt: skip
-LOOP_KEYS = ("loop", "with_items", "with_list", "with_dict", "with_sequence", "with_fileglob")
+LOOP_KEYS = ("loop", *(f"with_{kind}" for kind in (*NATIVE[1:], *WITH_LOOKUPS)))
 LOOP_CONTROL_KEYS = ("loop_var", "index_var", "label", "pause", "extended")
 PLAY_KEYS = (
     "name",

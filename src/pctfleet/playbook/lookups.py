@@ -1,25 +1,43 @@
-"""`lookup()` and `query()` (`q()`) in a playbook's templates, for ansible-core's
-everyday lookups, run on this machine as there: env, file, pipe, vars, first_found,
-fileglob, template, items, list, indexed_items. A file is looked for in the role's
+"""`lookup()` and `query()` (`q()`) in a playbook's templates, and `with_<lookup>`
+loops, for ansible-core's everyday lookups, run on this machine as there: env, file,
+pipe, lines, vars, first_found, fileglob, template, items, list, indexed_items,
+together, nested, subelements, random_choice. A file is looked for in the role's
 files/ (templates/ for `template`), then the playbook folder's, then the folder
 itself; a lookup not named here is an error naming it."""
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
+import secrets
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from pctfleet.playbook.templating import _Failure as _Failed
-
 
 class LookupFailed(ValueError):
     """A lookup could not give its values, said as Ansible says it."""
+
+
+# What `errors='warn'` let pass while one task ran: the task reports them.
+_WARNED: ContextVar[list[str] | None] = ContextVar("lookup_warnings", default=None)
+
+
+@contextmanager
+def warnings_kept() -> Iterator[list[str]]:
+    """Collect the failures lookups let pass with `errors='warn'` inside the block."""
+    kept: list[str] = []
+    token = _WARNED.set(kept)
+    try:
+        yield kept
+    finally:
+        _WARNED.reset(token)
 
 
 def _search(context: Mapping[str, Any], subdir: str, name: str, in_play: bool = True) -> list[Path]:
@@ -58,18 +76,23 @@ def _file(context: Mapping, terms: list, rstrip: bool = True, lstrip: bool = Fal
     return out
 
 
-def _pipe(context: Mapping, terms: list, **_: Any) -> list:
+def _shell(context: Mapping, name: str, term: Any) -> str:
     folder = context.get("playbook_dir")  # ansible-core runs it in the playbook's folder
     cwd = folder if isinstance(folder, str) and os.path.isdir(folder) else None
-    out = []
-    for term in terms:
-        done = subprocess.run(  # noqa: S602 - a shell command is what the pipe lookup runs
-            str(term), shell=True, capture_output=True, text=True, cwd=cwd
-        )
-        if done.returncode != 0:
-            raise LookupFailed(f"lookup_plugin.pipe({term}) returned {done.returncode}")
-        out.append(done.stdout.rstrip())
-    return out
+    done = subprocess.run(  # noqa: S602 - a shell command is what these lookups run
+        str(term), shell=True, capture_output=True, text=True, cwd=cwd
+    )
+    if done.returncode != 0:
+        raise LookupFailed(f"lookup_plugin.{name}({term}) returned {done.returncode}")
+    return done.stdout
+
+
+def _pipe(context: Mapping, terms: list, **_: Any) -> list:
+    return [_shell(context, "pipe", term).rstrip() for term in terms]
+
+
+def _lines(context: Mapping, terms: list, **_: Any) -> list:
+    return [line for term in terms for line in _shell(context, "lines", term).splitlines()]
 
 
 def _vars(context: Mapping, terms: list, **kwargs: Any) -> list:
@@ -84,14 +107,16 @@ def _vars(context: Mapping, terms: list, **kwargs: Any) -> list:
     return out
 
 
-def _first_found(context: Mapping, terms: list, **kwargs: Any) -> list:
+def _first_found(context: Mapping, terms: list, subdir: str = "", **kwargs: Any) -> list:
+    """As a lookup, the role's and playbook's folders; as a loop (`subdir` given by the
+    task's module: templates, vars or files), their SUBDIR first."""
     names = [t for term in terms for t in (term if isinstance(term, list) else [term])]
     if isinstance(kwargs.get("files"), list):
         names += kwargs["files"]
     for name in names:
         for folder in kwargs.get("paths") or [None]:
             relative = str(name) if folder is None else os.path.join(folder, str(name))
-            path = _find(context, "files", relative, in_play=False)
+            path = _find(context, subdir or "files", relative, in_play=bool(subdir))
             if path is not None:
                 return [str(path)]
     if kwargs.get("skip") or kwargs.get("errors") == "ignore":
@@ -126,11 +151,88 @@ def _template(context: Mapping, terms: list, **_: Any) -> list:
 
 
 def _indexed(context: Mapping, terms: list, **_: Any) -> list:
-    return [[index, item] for index, item in enumerate(terms)]
+    return [[index, item] for index, item in enumerate(_one_level(terms))]
 
 
 def _flat(context: Mapping, terms: list, **_: Any) -> list:
-    return [t for term in terms for t in (term if isinstance(term, list) else [term])]
+    return _one_level(terms)
+
+
+def _one_level(terms: Any) -> list:
+    return [t for term in terms for t in (term if isinstance(term, list | tuple) else [term])]
+
+
+def _together(context: Mapping, terms: list, **_: Any) -> list:
+    if not terms:
+        raise LookupFailed("with_together requires at least one element in each list")
+    lists = [term if isinstance(term, list) else [term] for term in terms]
+    return [_one_level(row) for row in itertools.zip_longest(*lists, fillvalue=None)]
+
+
+def _nested(context: Mapping, terms: list, **_: Any) -> list:
+    if not terms:
+        raise LookupFailed("with_nested requires at least one element in the nested list")
+    lists = [term if isinstance(term, list) else [term] for term in terms]
+    rows = lists[0]
+    for more in lists[1:]:
+        rows = [_one_level([row, item]) for row in rows for item in more]
+    return [_one_level(row if isinstance(row, list) else [row]) for row in rows]
+
+
+def _subelements(terms: list) -> list:
+    """ansible-core's subelements lookup: (element, sub-item) pairs; an element
+    registered as skipped is left out, and the first of each pair no longer holds
+    the list it was paired from."""
+    usage = "subelements lookup expects a list of two or three items"
+    if not 2 <= len(terms) <= 3 or not isinstance(terms[0], list | dict):
+        raise LookupFailed(usage)
+    if not isinstance(terms[1], str):
+        raise LookupFailed(usage)
+    flags = terms[2] if len(terms) == 3 else {}
+    if not isinstance(flags, dict) or not set(flags) <= {"skip_missing"}:
+        raise LookupFailed(f"{usage}: the optional third item must be a dict with flags")
+    elements = terms[0]
+    if isinstance(elements, dict):
+        if elements.get("skipped", False) is not False:
+            return []
+        elements = list(elements.values())
+    keys = terms[1].split(".")
+    pairs = []
+    for element in elements:
+        if not isinstance(element, dict):
+            raise LookupFailed(f"subelements lookup expects a dictionary, got '{element}'")
+        if element.get("skipped", False) is not False:
+            continue
+        element = dict(element)
+        sub = _sub_list(element, keys, bool(flags.get("skip_missing", False)))
+        pairs += [[element, item] for item in sub]
+    return pairs
+
+
+def _sub_list(element: dict, keys: list[str], skip_missing: bool) -> list:
+    """The list at `keys` in `element`, taken out of it (its last dict is copied first,
+    so the playbook's own variable keeps it)."""
+    holder = element
+    for key in keys[:-1]:
+        if key not in holder or not isinstance(holder[key], dict):
+            if skip_missing:
+                return []
+            if key not in holder:
+                raise LookupFailed(f"could not find '{key}' key in iterated item '{holder}'")
+            raise LookupFailed(f"the key {key} should point to a dictionary, got '{holder[key]}'")
+        holder[key] = holder = dict(holder[key])
+    last = keys[-1]
+    if last not in holder:
+        if skip_missing:
+            return []
+        raise LookupFailed(f"could not find '{last}' key in iterated item '{holder}'")
+    if not isinstance(holder[last], list):
+        raise LookupFailed(f"the key {last} should point to a list, got '{holder[last]}'")
+    return holder.pop(last)
+
+
+def _random_choice(context: Mapping, terms: list, **_: Any) -> list:
+    return [secrets.choice(terms)] if terms else terms
 
 
 LOOKUPS: dict[str, Callable[..., list]] = {
@@ -144,36 +246,58 @@ LOOKUPS: dict[str, Callable[..., list]] = {
     "items": _flat,
     "list": lambda context, terms, **_: list(terms),
     "indexed_items": _indexed,
+    "lines": _lines,
+    "together": _together,
+    "nested": _nested,
+    "subelements": lambda context, terms, **_: _subelements(terms),
+    "random_choice": _random_choice,
 }
 
 
-def _run(context: Any, name: str, terms: tuple, kwargs: dict) -> list:
+def _run(context: Any, name: str, terms: tuple, kwargs: dict) -> list | None:
+    """The lookup's values; None when it failed and `errors` is `ignore` or `warn`."""
+    from pctfleet.playbook.templating import _Failure as _Failed  # it imports this module
+
     plugin = LOOKUPS.get(str(name).removeprefix("ansible.builtin."))
     if plugin is None:
         raise _Failed(f"lookup plugin {name!r} is not supported (known: {', '.join(LOOKUPS)})")
     kwargs.pop("wantlist", None)
+    errors = kwargs.pop("errors", "strict")
+    if errors not in ("strict", "warn", "ignore"):
+        raise _Failed(f"lookup({name!r}): errors must be strict, warn or ignore, got {errors!r}")
     try:
         return plugin(context, list(terms), **kwargs)
     except (LookupFailed, OSError, TypeError) as exc:
-        raise _Failed(f"lookup({name!r}): {exc}") from None
+        if errors == "strict":
+            raise _Failed(f"lookup({name!r}): {exc}") from None
+        kept = _WARNED.get()
+        if errors == "warn" and kept is not None:
+            kept.append(f"lookup({name!r}) failed: {exc}")
+        return None
 
 
 @jinja2.pass_context
 def lookup(context: Any, name: str, *terms: Any, **kwargs: Any) -> Any:
-    """Ansible's lookup(): one result as itself, several joined with commas, unless
-    wantlist=True."""
+    """Ansible's lookup(): one result as itself, several strings joined with commas
+    (other values stay a list), unless wantlist=True; a failure that `errors` lets
+    pass gives None ([] with wantlist)."""
     wantlist = kwargs.get("wantlist", False)
     found = _run(context, name, terms, kwargs)
-    if wantlist:
+    if found is None:
+        return [] if wantlist else None
+    if wantlist or not found:
         return found
     if len(found) == 1:
         return found[0]
-    return ",".join(str(item) for item in found)
+    if all(isinstance(item, str) for item in found):
+        return ",".join(found)
+    return found
 
 
 @jinja2.pass_context
 def query(context: Any, name: str, *terms: Any, **kwargs: Any) -> list:
-    return _run(context, name, terms, kwargs)
+    kwargs["wantlist"] = True
+    return lookup(context, name, *terms, **kwargs)
 
 
 GLOBALS = {"lookup": lookup, "query": query, "q": query}

@@ -4,7 +4,10 @@
 list as it is; `with_dict` gives `{key, value}` items; `with_sequence` counts
 (`start=1 end=5 stride=2 format=n%02d`, or `[start-]end[/stride][:format]`);
 `with_fileglob` globs on the controller in the playbook's `files/` folder,
-then the playbook's folder (the first with matches wins), sorted.
+then the playbook's folder (the first with matches wins), sorted. Any other
+`with_<name>` is the lookup of that name run with the rendered terms as a list, as
+ansible-core runs it (`with_first_found` looks in the folder the task's module
+suggests: templates/, vars/ or files/).
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from pctfleet.errors import TemplateError, brief
+from pctfleet.playbook.lookups import LOOKUPS, LookupFailed
 from pctfleet.playbook.templating import render, unsafe
+
+# Loops computed here; every other with_<name> runs the lookup of that name.
+NATIVE = ("loop", "items", "list", "dict", "sequence", "fileglob")
+# Loops whose lookup reads files or runs commands here: run once, when the task is reached.
+WITH_EFFECTS = frozenset({"file", "lines", "pipe", "template", "first_found", "random_choice"})
+WITH_LOOKUPS = tuple(name for name in LOOKUPS if name not in NATIVE)
 
 _SHORTCUT = re.compile(
     r"^(?:(?P<start>[+-]?(?:0x)?[0-9a-f]+)-)?(?P<end>[+-]?(?:0x)?[0-9a-f]+)"
@@ -25,10 +35,28 @@ _SHORTCUT = re.compile(
 )
 
 
-def loop_items(loop: Any, variables: Mapping[str, Any], base_dir: str, where: str) -> list:
+def loop_items(
+    loop: Any, variables: Mapping[str, Any], base_dir: str, where: str, module: str = ""
+) -> list:
     """The items of `loop` (a loader `Loop`), rendered with `variables` and marked as
-    data: `{{ item }}` must not render what a file, a command or `{{ '{{' }}` produced."""
+    data: `{{ item }}` must not render what a file, a command or `{{ '{{' }}` produced.
+    `module` is the task's (with_first_found's folder follows it)."""
+    if loop.kind not in NATIVE:
+        return unsafe(_with_lookup(loop, variables, where, module))
     return unsafe(_items(loop, variables, base_dir, where))
+
+
+def _with_lookup(loop: Any, variables: Mapping[str, Any], where: str, module: str) -> list:
+    terms = render(loop.terms, variables, where=where)
+    terms = terms if isinstance(terms, list) else [terms]
+    extra = {}
+    if loop.kind == "first_found":
+        folder = next((f for f in ("template", "var", "file") if f in module), "file")
+        extra["subdir"] = folder + "s"
+    try:
+        return list(LOOKUPS[loop.kind](variables, terms, **extra))
+    except (LookupFailed, OSError, TypeError) as exc:
+        raise TemplateError(f"with_{loop.kind}: {exc}", where=where) from None
 
 
 def _items(loop: Any, variables: Mapping[str, Any], base_dir: str, where: str) -> list:
@@ -129,5 +157,5 @@ def item_scopes(task: Any, variables: Mapping[str, Any], base_dir: str, where: s
     scope = {**variables, **task.vars, **getattr(task, "params", {})}
     if task.loop is None:
         return [scope]
-    items = loop_items(task.loop, scope, base_dir, where)
+    items = loop_items(task.loop, scope, base_dir, where, task.module)
     return [{**scope, **loop_vars(task.loop, i, items)} for i in range(len(items))]

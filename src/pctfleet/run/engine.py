@@ -21,6 +21,7 @@ from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.base import Fact, Plan, q
 from pctfleet.playbook.loader import Block, expand_include, select_tasks, should_run
+from pctfleet.playbook.lookups import warnings_kept
 from pctfleet.playbook.loops import loop_items, loop_vars
 from pctfleet.playbook.templating import (
     condition,
@@ -353,7 +354,8 @@ class ContainerEngine:
         where = f"{task.loc}: task '{task.name}'"
         scopes = [(self._scope(task), {})]
         if task.loop is not None:
-            items = loop_items(task.loop, self._scope(task), self.options.base_dir, where)
+            scope = self._scope(task)
+            items = loop_items(task.loop, scope, self.options.base_dir, where, task.module)
             scopes = []
             for index in range(len(items)):
                 item = loop_vars(task.loop, index, items)
@@ -429,6 +431,13 @@ class ContainerEngine:
     # -- one task ---------------------------------------------------------
 
     def _run_task(self, task: Any, remaining: list, handler: bool) -> TaskResult:
+        with warnings_kept() as warned:
+            result = self._guarded_outcome(task, remaining, handler)
+        if warned:
+            result.details = {**result.details, "warnings": [redact(w, self.vars) for w in warned]}
+        return result
+
+    def _guarded_outcome(self, task: Any, remaining: list, handler: bool) -> TaskResult:
         started = time.monotonic()
         try:
             return self._task_outcome(task, remaining, handler, started)
@@ -481,7 +490,7 @@ class ContainerEngine:
     def _run_loop(
         self, task: Any, remaining: list, handler: bool, started: float, where: str
     ) -> TaskResult:
-        items = loop_items(task.loop, self._scope(task), self.options.base_dir, where)
+        items = loop_items(task.loop, self._scope(task), self.options.base_dir, where, task.module)
         results: list[dict] = []
         shown: list[dict] = []
         for index in range(len(items)):
@@ -623,7 +632,9 @@ class ContainerEngine:
         scopes = {f"t{id(task)}": self._scope(task)}
         if task.loop is not None:
             try:
-                items = loop_items(task.loop, self._scope(task), self.options.base_dir, task.loc)
+                items = loop_items(
+                    task.loop, self._scope(task), self.options.base_dir, task.loc, task.module
+                )
             except Exception:  # noqa: BLE001 - loops over a later result: probed when reached
                 return {}
             scopes = {

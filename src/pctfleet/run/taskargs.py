@@ -26,6 +26,7 @@ from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.playbook import rendermemo
 from pctfleet.playbook.delegation import check_rendered
+from pctfleet.playbook.loops import WITH_EFFECTS
 from pctfleet.playbook.magic import drop_omitted
 from pctfleet.playbook.rendermemo import scalar_key
 from pctfleet.playbook.templatevars import UNSTABLE
@@ -179,4 +180,6 @@ def calls_lookup(task: Any, variables: Mapping[str, Any]) -> bool:
 def loop_calls_lookup(task: Any, variables: Mapping[str, Any]) -> bool:
     if task.loop is None:
         return False
+    if task.loop.kind in WITH_EFFECTS:  # with_file, with_pipe, ...: a lookup itself
+        return True
     return not LOOKUP_CALLS.isdisjoint(names_reached(task.loop.terms, {**variables, **task.vars}))
