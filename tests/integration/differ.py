@@ -110,11 +110,11 @@ def cached(kind: str, inputs: list, compute) -> dict:
     return outcome
 
 
-def pctfleet_local(book: Path, journal: Path) -> list[dict]:
-    """`pctfleet run BOOK --local --json` (no ANSIBLE_* in its environment): the one
-    container's task entries."""
+def pctfleet_local(book: Path, journal: Path, *more: str) -> list[dict]:
+    """`pctfleet run BOOK --local --json MORE...` (no ANSIBLE_* in its environment):
+    the one container's task entries."""
     argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--local"]
-    argv += ["--json", "--journal-dir", str(journal)]
+    argv += ["--json", "--journal-dir", str(journal), *more]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

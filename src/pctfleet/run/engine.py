@@ -94,6 +94,15 @@ class FailedWithBatch(TaskFailed):
     ends here for this container, and its status stays what it was."""
 
 
+@dataclass
+class HostState:
+    """A container's facts and registered/set_fact values, from one play to the next."""
+
+    facts: dict[str, Any] = field(default_factory=dict)
+    runtime: dict[str, Any] = field(default_factory=dict)
+    facts_owed: bool = False  # a play gathered facts, none of its tasks read them
+
+
 class ContainerEngine:
     """Runs one play's tasks against one container."""
 
@@ -122,11 +131,13 @@ class ContainerEngine:
         self.prepared: dict[int, tuple[tuple, tuple, Any]] = {}  # by task, see _args
         self.snippets: dict[int, tuple[Any, Any, bool, str | None]] = {}  # see _snippet
         self.runtime: set[str] = set()  # registered and set_fact names: over task vars
+        self.fact_names: set[str] = set()  # gathered (here or in an earlier play)
         self.notified: list[str] = []
         self.stop = stop or threading.Event()
         self.lock = RunLock(target, options.run_id, options.lock_lease, options.lock_wait)
         self.pending_extras = {key: make(variables) for key, make in options.extra_probes.items()}
         self.controller = Controller()  # where delegated tasks run
+        self.gather_facts = gather_facts
         if gather_facts:  # read with the first probe; forced early only by a task reading them
             self.pending_extras[gathered.KEY] = gathered.snippet()
 
@@ -617,10 +628,31 @@ class ContainerEngine:
             self._probe(remaining, first=None)
 
     def _set_gathered(self, output: str) -> None:
-        # Host facts: under play vars and -e, as in Ansible's precedence.
-        for name, value in gathered.variables(gathered.parse(output)).items():
-            if name not in self.vars:
+        self._set_facts(gathered.variables(gathered.parse(output)))
+
+    def _set_facts(self, facts: dict[str, Any]) -> None:
+        # Host facts: under play vars and -e, as in Ansible's precedence; facts an
+        # earlier play gathered are gathered again.
+        for name, value in facts.items():
+            if name not in self.vars or name in self.fact_names:
                 self.vars[name] = unsafe(value)
+                self.fact_names.add(name)
+
+    def carry_in(self, kept: HostState) -> None:
+        """What earlier plays left for this container: its gathered facts (under play
+        vars), its registered results and set_fact values (over them, under -e)."""
+        self._set_facts(kept.facts)
+        self._set_runtime(kept.runtime)  # kept from self.vars: -e already over them
+        if kept.facts_owed:  # gathered when a task of this play reads them
+            self.gather_facts = True
+            self.pending_extras[gathered.KEY] = gathered.snippet()
+
+    def carry_out(self, kept: HostState) -> None:
+        """Keep what later plays see of this container (ansible-core keeps a host's
+        facts and registered variables for the whole playbook run)."""
+        kept.facts.update({k: self.vars[k] for k in self.fact_names if k in self.vars})
+        kept.runtime.update({k: self.vars[k] for k in self.runtime if k in self.vars})
+        kept.facts_owed = self.gather_facts and not kept.facts
 
     def _try_snippets(self, task: Any) -> dict[str, str]:
         """The probe snippets of the task (of each loop item) whose args render now."""

@@ -27,7 +27,7 @@ from pctfleet.playbook.templating import (
 )
 from pctfleet.run import taskargs
 from pctfleet.run.batches import plan_batches
-from pctfleet.run.engine import ContainerEngine, RunOptions
+from pctfleet.run.engine import ContainerEngine, HostState, RunOptions
 from pctfleet.run.journal import Journal
 from pctfleet.run.playflow import PlayFlow, batch_stop
 from pctfleet.run.results import ContainerRun, TaskResult
@@ -95,6 +95,15 @@ def _placeholders(tasks: list, base_dir: str) -> dict[str, Any]:
     return {name: jinja2.ChainableUndefined(name=name) for name in names}
 
 
+def later_names(play: Any, tasks: list, base_dir: str) -> dict[str, Any]:
+    """Stand-ins for what the play's tasks register or set, and for the facts it
+    gathers: known when it runs (and in the plays after it)."""
+    later = _placeholders(leaves(tasks), base_dir)
+    if getattr(play, "gather_facts", False):  # gathered when the container is reached
+        later.update({name: jinja2.ChainableUndefined(name=name) for name in gathered.NAMES})
+    return later
+
+
 def _included_names(task: Any, base_dir: str) -> set[str]:
     try:
         args = REGISTRY[task.module].prepare(dict(task.args), Context(base_dir, {}), task.loc)
@@ -112,16 +121,16 @@ def preflight(
     base_dir: str,
     magic: PlayMagic | None = None,
     warnings: list[str] | None = None,
+    earlier: dict[str, Any] | None = None,
 ) -> None:
     """Render every task for every container before anything changes anywhere.
 
     An undefined variable or a bad argument is an InputError naming the task,
-    raised while no container has been touched.
+    raised while no container has been touched. `earlier`: stand-ins for what
+    earlier plays register, set or gather (see `later_names`).
     """
     tasks = leaves(tasks)
-    later = _placeholders(tasks, base_dir)
-    if getattr(play, "gather_facts", False):  # gathered when the container is reached
-        later.update({name: jinja2.ChainableUndefined(name=name) for name in gathered.NAMES})
+    later = {**(earlier or {}), **later_names(play, tasks, base_dir)}
     for container in containers:
         found = container_vars(inventory, container, play, extra, magic, warnings)
         variables = {**later, **found}
@@ -178,22 +187,25 @@ def _prepare(request: RunRequest) -> PreparedRun:
     book = load_playbook(request.playbook, known_args(), request.options.roles_path)
     request.options.base_dir = str(Path(request.playbook).resolve().parent)
     plays = [(play, _play_containers(request, play)) for play in book.plays]
+    earlier: dict[str, Any] = {}  # a container's facts and results live on in later plays
     for play, containers in plays:
         tasks = select_tasks(
             play.task_list(request.options.force_handlers),
             request.options.tags,
             request.options.skip_tags,
-        )
+        ) + list(play.handlers)
         preflight(
             play,
-            tasks + list(play.handlers),
+            tasks,
             containers,
             request.inventory,
             request.options.extra_vars,
             request.options.base_dir,
             play_magic(request, containers),
             book.warnings,
+            earlier,
         )
+        earlier.update(later_names(play, tasks, request.options.base_dir))
     return PreparedRun(request, plays, book.warnings)
 
 
@@ -223,10 +235,11 @@ def _execute(
     runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in request.containers}
     fleet = (fleet_factory or build_fleet)(request.containers, request.connect)
     targets = {c.key: t for c, t in zip(request.containers, fleet.targets, strict=True)}
+    kept = {c.key: HostState() for c in request.containers}  # from play to play
     try:
         for play, containers in prepared.plays:
             alive = [c for c in containers if runs[c.key].status in SUCCESS]
-            stopped = _run_play(request, play, alive, targets, runs, journal, on_result)
+            stopped = _run_play(request, play, alive, targets, runs, journal, on_result, kept)
             if stopped:  # as Ansible: a play stopped by its failures ends the run
                 idle = [r for r in runs.values() if not r.tasks and r.status in SUCCESS]
                 _not_reached(idle, play, stopped, stopped)
@@ -286,7 +299,7 @@ def in_step(play: Any, tasks: list) -> bool:
     return False
 
 
-def _run_play(request, play, containers, targets, runs, journal, on_result) -> str:  # noqa: ANN001
+def _run_play(request, play, containers, targets, runs, journal, on_result, kept) -> str:  # noqa: ANN001
     """Run the play batch by batch (`serial`); why it stopped the run, or ""."""
     tasks = select_tasks(
         play.task_list(request.options.force_handlers),
@@ -317,7 +330,11 @@ def _run_play(request, play, containers, targets, runs, journal, on_result) -> s
                 flow,
                 gather_facts=play.gather_facts,
             )
-            engine.play(tasks, list(play.handlers))
+            engine.carry_in(kept[container.key])
+            try:
+                engine.play(tasks, list(play.handlers))
+            finally:
+                engine.carry_out(kept[container.key])
         finally:
             flow.leave(container.key)  # whatever happened, nobody waits for it
         runs[container.key].finish_status()  # "changed" in the journal too, not "ok"
