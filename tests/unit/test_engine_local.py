@@ -156,3 +156,18 @@ def test_a_probe_snippet_is_made_once_for_the_same_module_arguments_and_diff_mod
     assert engine._snippet(second, args, True) == "file ['/etc/a'] diff=True"
     assert engine._snippet(first, equal, True) == "stat ['/etc/a'] diff=True"
     assert (first.calls, second.calls) == (3, 1)  # other mode, module or object: made anew
+
+
+def test_debug_shows_a_message_that_renders_to_none_not_the_default(tmp_path):
+    book = tmp_path / "book.yml"
+    book.write_text(
+        "- hosts: all\n  gather_facts: false\n  vars: {nothing: null}\n  tasks:\n"
+        "    - debug: {msg: '{{ nothing }}'}\n"
+        "    - debug: {msg: '{{ none }}'}\n"
+        "    - debug: {}\n"
+    )
+    play = load_playbook(book, known_args()).plays[0]
+    run = ContainerRun("local", 100)
+    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
+    ContainerEngine(LocalTarget(), run, {"nothing": None}, options).play(play.tasks, [])
+    assert [t.msg for t in run.tasks] == ["None", "None", "Hello world!"]

@@ -41,6 +41,8 @@ class DebugArgs(Args):
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
         args = super().parse(raw, ctx, where)
+        if "msg" in raw and raw["msg"] is None:  # given, as None: shown, not the default
+            args = dataclasses.replace(args, msg=_shown(None, where))
         if args.var is None or waits_for_run([args.var], ctx.variables):
             return args  # a registered result, say: shown when the task is reached
         try:  # a bare expression, read as `when` reads one (Jinja's own escapes)
