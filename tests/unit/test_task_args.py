@@ -176,13 +176,13 @@ def test_a_template_reading_through_variables_or_impure_is_never_confused(tmp_pa
     (tmp_path / "pure.j2").write_text("{% if on %}{{ app }}{% endif %}\n")
     (tmp_path / "loop.j2").write_text("{% for x in items %}{{ x }}{% endfor %}\n")
     base, app = str(tmp_path), "{{ root }}/app"
-    assert task_args(pure, {"on": True, "app": app, "root": "/a"}, base, "w").data == b"/a/app"
-    assert task_args(pure, {"on": True, "app": app, "root": "/b"}, base, "w").data == b"/b/app"
-    assert task_args(pure, {"on": False, "app": app, "root": "/b"}, base, "w").data == b""
+    assert task_args(pure, {"on": True, "app": app, "root": "/a"}, base, "w").data == b"/a/app\n"
+    assert task_args(pure, {"on": True, "app": app, "root": "/b"}, base, "w").data == b"/b/app\n"
+    assert task_args(pure, {"on": False, "app": app, "root": "/b"}, base, "w").data == b"\n"
     items = ["x", "y"]
-    assert task_args(loop, {"items": items}, base, "w").data == b"xy"
+    assert task_args(loop, {"items": items}, base, "w").data == b"xy\n"
     items.append("z")  # the same list, changed in place: a loop is no pure template
-    assert task_args(loop, {"items": items}, base, "w").data == b"xyz"
+    assert task_args(loop, {"items": items}, base, "w").data == b"xyz\n"
 
 
 def test_a_template_is_looked_for_in_the_role_then_the_playbook_in_order(tmp_path):

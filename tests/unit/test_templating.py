@@ -256,7 +256,8 @@ def test_render_template_file_includes_from_its_own_folder(tmp_path):
     (tmp_path / "env.j2").write_text("{% include 'port.j2' %}HOME={{ cuda_home }}\n")
     (tmp_path / "port.j2").write_text("PORT={{ port }}\n")
     out = render_template_file(tmp_path / "env.j2", {**VARS, "port": 30000}, where=WHERE)
-    assert out == "PORT=30000\nHOME=/opt/venv/lib/python3.11/site-packages/nvidia/cu13\n"
+    # As ansible-core: an included file's last line break stays out.
+    assert out == "PORT=30000HOME=/opt/venv/lib/python3.11/site-packages/nvidia/cu13\n"
 
 
 def test_template_file_errors_name_the_template_line(tmp_path):

@@ -20,10 +20,13 @@ from pctfleet.modules.file import PathState, attribute_fixes, path_state, stat_p
 from pctfleet.modules.textfile import TEXT_LIMIT, backup_name
 from pctfleet.playbook.rendermemo import pure_names
 from pctfleet.playbook.templatevars import UNSTABLE, template_vars
-from pctfleet.playbook.templating import render, render_template_file, template_env
+from pctfleet.playbook.templating import HEADER, render, render_template_file, template_env
 from pctfleet.sh import snippet
 
 DIFF_LIMIT = 64 * 1024
+_DELIMITERS = tuple(f"{kind}_{end}_string" for kind in ("block", "variable", "comment")
+                    for end in ("start", "end"))  # fmt: skip
+_READ_AS_DEFAULT = frozenset({*_DELIMITERS, "trim_blocks", "lstrip_blocks", "newline_sequence"})
 
 
 def _any_text(value: Any, where: str) -> str:
@@ -124,18 +127,66 @@ class CopyArgs(ContentArgs):
         return path
 
 
+_NEWLINES = {"\\n": "\n", "\\r": "\r", "\\r\\n": "\r\n"}  # as written in YAML's plain text
+
+
+def _newline(value: Any, where: str) -> str:
+    word = _NEWLINES.get(str(value), str(value))
+    if word not in ("\n", "\r", "\r\n"):
+        raise PlaybookError(r"template: newline_sequence must be \n, \r or \r\n", where=where)
+    return word
+
+
 @dataclass(frozen=True)
 class TemplateArgs(ContentArgs):
+    trim_blocks: bool = arg(True, convert=flag)
+    lstrip_blocks: bool = arg(False, convert=flag)
+    newline_sequence: str = arg("\n", convert=_newline)
+    block_start_string: str | None = arg(None, convert=text)
+    block_end_string: str | None = arg(None, convert=text)
+    variable_start_string: str | None = arg(None, convert=text)
+    variable_end_string: str | None = arg(None, convert=text)
+    comment_start_string: str | None = arg(None, convert=text)
+    comment_end_string: str | None = arg(None, convert=text)
+    output_encoding: str = arg("utf-8", convert=text)
+
     def read(self, ctx: Context, where: str) -> bytes:
         if not self.src:
             raise PlaybookError("module 'template' needs 'src'", where=where)
         path = self.locate(self.src, ctx, where)
         variables = template_vars(self.src, path, self.dest, ctx.variables, where)
-        return render_template_file(path, variables, where=where).encode()
+        rendered = render_template_file(path, variables, where=where, options=self.options)
+        try:
+            return rendered.encode(self.output_encoding)
+        except LookupError:
+            raise PlaybookError(
+                f"template: unknown output_encoding {self.output_encoding!r}", where=where
+            ) from None
+        except UnicodeEncodeError as err:
+            raise PlaybookError(f"template: {err}", where=where) from None
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """How the file is read, where the task changes it (Jinja's option names)."""
+        chosen = {"lstrip_blocks": self.lstrip_blocks, "newline_sequence": self.newline_sequence}
+        chosen["trim_blocks"] = self.trim_blocks
+        for name in _DELIMITERS:
+            if getattr(self, name) is not None:
+                chosen[name] = getattr(self, name)
+        defaults = {"lstrip_blocks": False, "newline_sequence": "\n", "trim_blocks": True}
+        return {k: v for k, v in chosen.items() if defaults.get(k) != v}
 
     @classmethod
     def locate(cls, src: str, ctx: Context, where: str) -> Path:
         return _find_template(src, ctx, where)
+
+    @classmethod
+    def context_key(
+        cls, raw: Mapping[str, Any], variables: Mapping[str, Any], base_dir: str
+    ) -> tuple[frozenset[str], tuple] | None:
+        if not _READ_AS_DEFAULT.isdisjoint(raw):  # other delimiters: names not told here
+            return None
+        return super().context_key(raw, variables, base_dir)
 
     @classmethod
     def file_names(cls, path: Path, stamp: tuple) -> frozenset[str] | None:
@@ -154,6 +205,8 @@ def _template_names(path: str, stamp: tuple) -> frozenset[str] | None:
     """The variables a template file reads, None unless it is pure (no include, loop
     or call: `rendermemo.pure_names`); once per version of the file."""
     source = Path(path).read_text(encoding="utf-8")
+    if source.startswith(HEADER):  # read with other options: names not told here
+        return None
     return pure_names(template_env(str(Path(path).parent)), source)
 
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import functools
 import json
@@ -292,7 +293,7 @@ def _make_env(loader: jinja2.BaseLoader | None = None, values: bool = False) -> 
     env = kind(
         undefined=ChainedUndefined,
         finalize=_finalize,
-        keep_trailing_newline=True,
+        keep_trailing_newline=loader is None,  # files: see render_template_file
         autoescape=False,
         loader=loader,
         trim_blocks=loader is not None,
@@ -618,11 +619,35 @@ def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *, where
 # ---------------------------------------------------------------- template files
 
 
+# What a template task's arguments or a `#jinja2:` first line may change in how its
+# file is read (ansible-core's TemplateOverrides), with Jinja's own names.
+OVERRIDES = (
+    "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+    "comment_start_string", "comment_end_string", "line_statement_prefix",
+    "line_comment_prefix", "trim_blocks", "lstrip_blocks", "newline_sequence",
+    "keep_trailing_newline",
+)  # fmt: skip
+HEADER = "#jinja2:"
+
+
+class _HeaderLoader(jinja2.FileSystemLoader):
+    """Template files with their `#jinja2:` first line, if any, taken off (it is read
+    into the environment, see `header_options`)."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple:
+        source, filename, uptodate = super().get_source(environment, template)
+        if source.startswith(HEADER):
+            source = source[source.find("\n") + 1 :] if "\n" in source else ""
+        return source, filename, uptodate
+
+
 @functools.lru_cache(maxsize=64)
-def _file_env(folder: str) -> jinja2.Environment:
-    """One environment per template folder: it compiles each file once, and again only
-    when the file changes (jinja compares its mtime), however many containers render it."""
-    return _make_env(jinja2.FileSystemLoader([folder]))
+def _file_env(folder: str, options: tuple = ()) -> jinja2.Environment:
+    """One environment per template folder (and options): it compiles each file once,
+    and again only when the file changes (jinja compares its mtime), however many
+    containers render it."""
+    env = _make_env(_HeaderLoader([folder]))
+    return env.overlay(**dict(options)) if options else env
 
 
 def template_env(folder: str) -> jinja2.Environment:
@@ -630,19 +655,66 @@ def template_env(folder: str) -> jinja2.Environment:
     return _file_env(folder)
 
 
-def render_template_file(path: str | Path, variables: Mapping[str, Any], *, where: str) -> str:
-    """Render a template file to text (the template module finds it). Errors name the
-    template's file and line: `where: templates/env.j2:3: undefined variable 'x'`."""
+def header_options(source: str) -> dict[str, Any]:
+    """The options a template's `#jinja2: key: value, ...` first line sets, read as
+    ansible-core reads them (each value a Python literal); {} without one."""
+    if not source.startswith(HEADER):
+        return {}
+    if "\n" not in source:
+        raise ValueError(f"Missing newline after {HEADER!r} override.")
+    options = {}
+    for pair in source[len(HEADER) : source.index("\n")].split(","):
+        key, sep, value = pair.partition(":")
+        if not sep or key.strip() not in OVERRIDES:
+            raise ValueError(f"Invalid {HEADER!r} override {pair.strip()!r}")
+        try:
+            options[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            message = f"{HEADER!r} override {key.strip()}: cannot read {value.strip()!r}"
+            raise ValueError(message) from None
+    return options
+
+
+def _trailing_newlines(text: str) -> int:
+    return len(text) - len(text.rstrip("\n"))
+
+
+@functools.lru_cache(maxsize=256)
+def _head_and_tail(path: str, stamp: tuple) -> tuple[tuple, int]:
+    """A template file's `#jinja2:` options and how many line breaks end it, once per
+    version of the file."""
+    source = Path(path).read_text(encoding="utf-8")
+    return tuple(sorted(header_options(source).items())), _trailing_newlines(source)
+
+
+def render_template_file(
+    path: str | Path,
+    variables: Mapping[str, Any],
+    *,
+    where: str,
+    options: Mapping[str, Any] | None = None,
+) -> str:
+    """Render a template file to text (the template module finds it), with `options`
+    (see OVERRIDES) under the file's own `#jinja2:` line. Errors name the template's
+    file and line: `where: templates/env.j2:3: undefined variable 'x'`."""
     found = Path(path)
     if not found.is_file():
         raise TemplateError(f"template {str(path)!r} not found", where=where)
-    env = _file_env(str(found.parent))
+    try:
+        st = found.stat()
+        header, tail = _head_and_tail(str(found), (st.st_ino, st.st_size, st.st_mtime_ns))
+        chosen = {**(options or {}), **dict(header)}
+        env = _file_env(str(found.parent), tuple(sorted(chosen.items())))
+    except (OSError, UnicodeDecodeError, ValueError, TypeError) as err:
+        raise TemplateError(
+            f"template {str(found)!r}: {err}", where=f"{where}: {found}:1"
+        ) from None
     try:
         template = env.get_template(found.name)
         # Values already rendered (lookup('template') passes its own) are not rendered again.
         lazy = variables if isinstance(variables, LazyVars) else LazyVars(variables, env)
         context = template.new_context(lazy, shared=True)
-        return "".join(template.root_render_func(context))
+        text = "".join(template.root_render_func(context))
     except (OSError, UnicodeDecodeError) as err:
         raise TemplateError(f"cannot read template {str(found)!r}: {err}", where=where) from None
     except TemplateError:
@@ -650,6 +722,10 @@ def render_template_file(path: str | Path, variables: Mapping[str, Any], *, wher
     except Exception as err:
         line = _template_line(err, str(found.resolve()))
         raise TemplateError(_describe(err), where=f"{where}: {found}:{line}") from None
+    # As ansible-core: the text ends in as many line breaks as the file does (a block
+    # tag's trim_blocks does not eat the last; an included file's last stays out).
+    missing = tail - _trailing_newlines(text)
+    return text + env.newline_sequence * missing if missing > 0 else text
 
 
 def _template_line(err: Exception, filename: str) -> int | str:
