@@ -60,6 +60,9 @@ def test_local_action_forms_read_as_delegated_tasks(tmp_path):
             - local_action: ansible.builtin.shell echo three
             - copy: {content: hi, dest: /tmp/y}
               delegate_to: 127.0.0.1
+            - local_action: copy content="{{ a }} b" dest=/tmp/{{ n }} mode='0600'
+            - local_action: module=copy content="{{ a }} b" dest=/tmp/{{ n }}
+            - local_action: {module: "copy content='{{ a }} b'", dest: /tmp/z}
         """,
     ).tasks
     got = [(t.module, t.args, t.delegate_to) for t in tasks]
@@ -69,6 +72,9 @@ def test_local_action_forms_read_as_delegated_tasks(tmp_path):
         ("copy", {"content": "hi", "dest": "/tmp/x"}, "localhost"),
         ("shell", {"cmd": "echo three"}, "localhost"),
         ("copy", {"content": "hi", "dest": "/tmp/y"}, "127.0.0.1"),
+        ("copy", {"content": "{{ a }} b", "dest": "/tmp/{{ n }}", "mode": "0600"}, "localhost"),
+        ("copy", {"content": "{{ a }} b", "dest": "/tmp/{{ n }}"}, "localhost"),
+        ("copy", {"content": "{{ a }} b", "dest": "/tmp/z"}, "localhost"),
     ]
 
 

@@ -8,10 +8,10 @@ container before anything runs). Anything else is refused here, with its line.
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from pctfleet.errors import InputError, PlaybookError, brief
+from pctfleet.playbook.kvargs import parse_kv
 
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1"})
 # Modules whose job is the container's serving stack: on the controller they would
@@ -88,12 +88,13 @@ def _merge(rest: Any, inline: str, module: str, keyed: bool) -> Any:
     if inline and module in ("command", "shell") and not keyed:
         rest.setdefault("cmd", inline)
     elif inline:
-        try:
-            pairs = [word.partition("=") for word in shlex.split(inline)]
+        try:  # split as ansible-core splits key=value words (kvargs)
+            pairs = parse_kv(inline)
         except ValueError as err:
             raise PlaybookError(f"'local_action': {err}: {brief(inline)}") from None
-        for key, sep, value in pairs:
-            if not sep:
-                raise PlaybookError(f"'local_action': expected key=value, got {key!r}")
+        if "_raw_params" in pairs:
+            word = pairs["_raw_params"].split()[0]
+            raise PlaybookError(f"'local_action': expected key=value, got {word!r}")
+        for key, value in pairs.items():
             rest.setdefault(key, value)
     return rest
