@@ -602,18 +602,28 @@ def evaluate(expr: Any, variables: Mapping[str, Any], *, where: str) -> Any:
 
 def condition(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *, where: str) -> bool:
     """True when every expression holds (a list is an AND, as in Ansible)."""
+    return first_false(exprs, variables, where=where) is HOLDS
+
+
+HOLDS = object()
+
+
+def first_false(exprs: Sequence[Any] | Any, variables: Mapping[str, Any], *, where: str) -> Any:
+    """The first expression that does not hold (what ansible-core registers as a
+    skipped task's `false_condition`), evaluated in order and no further; `HOLDS`
+    when all hold (see `condition`)."""
     items = exprs if isinstance(exprs, list | tuple) else [exprs]
     lazy = _lazy(variables)
     for expr in items:
-        value = evaluate(expr, lazy, where=where)
-        if isinstance(value, str):
-            word = value.strip().lower()
-            holds = word not in _FALSE_WORDS
-        else:
-            holds = bool(value)
-        if not holds:
-            return False
-    return True
+        if not _truth(evaluate(expr, lazy, where=where)):
+            return expr
+    return HOLDS
+
+
+def _truth(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() not in _FALSE_WORDS
+    return bool(value)
 
 
 # ---------------------------------------------------------------- template files

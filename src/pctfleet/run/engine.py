@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,9 @@ from pctfleet.playbook.loader import Block, expand_include, select_tasks, should
 from pctfleet.playbook.lookups import warnings_kept
 from pctfleet.playbook.loops import loop_items, loop_vars
 from pctfleet.playbook.templating import (
+    HOLDS,
     condition,
+    first_false,
     hider,
     redact,
     redact_data,
@@ -103,6 +105,49 @@ class HostState:
     facts_owed: bool = False  # a play gathered facts, none of its tasks read them
 
 
+class _HandlerPass:
+    """One flush: the handlers to run, in their order, and those notified while it
+    runs (ansible-core notifies at once during a flush: one listed after the
+    running handler runs in this pass, one before it at the next flush)."""
+
+    def __init__(self, pending: list[int]) -> None:
+        self.pending = sorted(pending)
+        self.position = -1
+
+    def pairs(self, engine: ContainerEngine) -> Iterator[tuple[int, Any]]:
+        while True:
+            self._take(engine)
+            if not self.pending:
+                return
+            self.position = self.pending.pop(0)
+            yield self.position, engine.handlers[self.position]
+
+    def _take(self, engine: ContainerEngine) -> None:
+        """Notifications made since the last handler ran: ahead of it, into this pass."""
+        if not engine.notified:
+            return
+        found = set(engine._notified()) - engine.deferred
+        engine.notified = []
+        ahead = {n for n in found if n > self.position}
+        engine.deferred |= found - ahead
+        self.pending = sorted(set(self.pending) | ahead)
+
+    def left(self, engine: ContainerEngine) -> set[int]:
+        """What stays notified for the next flush: not reached in this one."""
+        self._take(engine)
+        return set(self.pending)
+
+
+def _skipped(false_condition: Any) -> dict[str, Any]:
+    """What ansible-core registers for a task (or loop item) its `when` skipped."""
+    return {
+        "changed": False,
+        "false_condition": false_condition,
+        "skip_reason": "Conditional result was False",
+        "skipped": True,
+    }
+
+
 class ContainerEngine:
     """Runs one play's tasks against one container."""
 
@@ -133,6 +178,7 @@ class ContainerEngine:
         self.runtime: set[str] = set()  # registered and set_fact names: over task vars
         self.fact_names: set[str] = set()  # gathered (here or in an earlier play)
         self.notified: list[str] = []
+        self.deferred: set[int] = set()  # handlers notified in a flush after they ran
         self.stop = stop or threading.Event()
         self.lock = RunLock(target, options.run_id, options.lock_lease, options.lock_wait)
         self.pending_extras = {key: make(variables) for key, make in options.extra_probes.items()}
@@ -155,6 +201,8 @@ class ContainerEngine:
             # Ansible's last flush is a task tagged `always`: --skip-tags always skips it.
             if should_run({"always"}, self.options.tags, self.options.skip_tags):
                 self._flush_handlers(top=True, at=(1,))
+                if self.deferred:  # notified by a handler listed after them: ansible-core's
+                    self._flush_handlers(top=True, at=(2,))  # flush after post_tasks
             self.pending_extras.pop(gathered.KEY, None)  # no task read them: no call for them
             if self.pending_extras:
                 self._probe([], first=None)
@@ -213,7 +261,7 @@ class ContainerEngine:
                 if note in getattr(handler, "listen", ()) and plain not in listeners:
                     listeners.add(plain)
                     chosen.add(n)
-        return sorted(chosen)
+        return sorted(chosen | self.deferred)
 
     def _run_list(
         self,
@@ -223,13 +271,17 @@ class ContainerEngine:
         at: tuple[int, ...] = (),
         numbers: list[int] | None = None,
         size: int | None = None,
+        pairs: Iterable[tuple[int, Any]] | None = None,
     ) -> None:
         """Run `tasks`, the items at `at` + (number,) in the play (PlayFlow.step):
         numbers are their indices in `tasks` unless given (then `size` is the length
-        of the list they index, whose end is the list's last point)."""
+        of the list they index, whose end is the list's last point); `pairs`, when
+        given, yields (number, task) as they are run, instead of them."""
         if top:
             self.ahead = _lookahead(tasks)
-        for number, task in zip(numbers or range(len(tasks)), tasks, strict=False):
+        if pairs is None:
+            pairs = zip(numbers or range(len(tasks)), tasks, strict=False)
+        for number, task in pairs:
             here = (*at, number)
             self._step(here, f" before task '{task.name}'")
             if isinstance(task, Block):
@@ -272,23 +324,26 @@ class ContainerEngine:
             raise FailedWithBatch(why)
 
     def _flush_handlers(self, at: tuple[int, ...], top: bool = False) -> None:
-        """Run the notified handlers now; a later notification runs them again. A
-        handler's number is its place among the play's handlers, as every container
-        that runs it runs it at the same point."""
-        numbers = self._notified()
-        self.notified = []
+        """Run the notified handlers now, in the order they are listed; a later
+        notification runs them again. A handler a running handler notifies runs in
+        this flush when it is listed after it, else at the next flush, as in
+        ansible-core. A handler's number is its place among the play's handlers, as
+        every container that runs it runs it at the same point."""
+        flush = _HandlerPass(self._notified())
+        self.notified, self.deferred = [], set()
         self.facts = None
-        wanted = [self.handlers[n] for n in numbers]
-        size = len(self.handlers)
+        wanted = [self.handlers[n] for n in flush.pending]
         try:
-            self._run_list(wanted, handler=True, top=top, at=at, numbers=numbers, size=size)
-        except TaskFailed as exc:
+            self._run_list(
+                wanted, handler=True, top=top, at=at, size=len(self.handlers),
+                pairs=flush.pairs(self),
+            )  # fmt: skip
+        except TaskFailed:
             # Those after a failed handler stay notified, as in Ansible: with
             # force_handlers the section's own flush (its block's `always`) runs them.
-            if exc.task in wanted:
-                later = wanted[wanted.index(exc.task) + 1 :]
-                self.notified = [*(h.name for h in later), *self.notified]
+            self.deferred |= flush.left(self)
             raise
+        self.deferred |= flush.left(self)
 
     def _meta(self, task: Any, here: tuple[int, ...]) -> None:
         started = time.monotonic()
@@ -465,7 +520,10 @@ class ContainerEngine:
         if task.loop is not None:
             return self._run_loop(task, remaining, handler, started, where)
         scope = self._scope(task)
-        if task.when and not condition(task.when, scope, where=where):
+        false = first_false(task.when, scope, where=where) if task.when else HOLDS
+        if false is not HOLDS:  # registered too, as ansible-core registers a skip
+            if task.register:
+                self._set_runtime({task.register: _skipped(false)})
             return self._result(task, "skipped", "condition false", handler, started)
         plan, status, registered = self._attempts(task, scope, f"t{id(task)}", remaining, where)
         return self._finish(task, plan, status, registered, handler, started, scope)
@@ -476,8 +534,10 @@ class ContainerEngine:
         """Plan, apply and judge the task (one item of a loop), retried `until` it holds."""
         module = REGISTRY[task.module]
         args = self._args(task, where, scope)
-        attempts = max(1, int(task.retries or 0) + 1) if task.until else 1
-        for attempt in range(attempts):
+        # As ansible-core: `retries` (3 by default with `until`) runs the task again until
+        # `until` holds (without `until`: until it does not fail).
+        attempts = 1 + max(0, int(task.retries or 0))
+        for attempt in range(1, attempts + 1):
             plan = self._plan(module, key, args, remaining, task)
             try:
                 status, registered = self._apply(module, task, args, plan, scope)
@@ -486,15 +546,16 @@ class ContainerEngine:
                 plan = self._plan(module, key, args, remaining, task)
                 status, registered = self._apply(module, task, args, plan, scope)
             registered = unsafe(registered)  # what the container said is data, not a template
-            if task.until:
-                registered["attempts"] = attempt + 1  # as Ansible registers it, 1-based
+            if attempts > 1:
+                registered["attempts"] = attempt  # early: changed_when/failed_when read it
             status = self._judge(task, status, registered, where, scope)
-            if not task.until or self._until(task, registered, where, scope):
+            if attempts == 1 or self._retry_done(task, status, registered, where, scope):
                 break
-            if attempt + 1 < attempts:
+            if attempt < attempts:
                 time.sleep(float(task.delay or 0))
                 self.facts = None
-        else:
+        else:  # out of attempts: registered as ansible-core registers it
+            registered["attempts"], registered["failed"] = attempts - 1, True
             status = "failed"
         return plan, status, registered
 
@@ -532,13 +593,9 @@ class ContainerEngine:
         base["item"] = scope[task.loop.loop_var]
         if task.loop.index_var:
             base[task.loop.index_var] = scope[task.loop.index_var]
-        if task.when and not condition(task.when, scope, where=where):
-            skip = {
-                "changed": False,
-                "skipped": True,
-                "skip_reason": "Conditional result was False",
-            }
-            return {**skip, "false_condition": task.when[-1], **base}
+        false = first_false(task.when, scope, where=where) if task.when else HOLDS
+        if false is not HOLDS:
+            return {**_skipped(false), **base}
         plan, status, registered = self._attempts(task, scope, key, remaining, where)
         REGISTRY[task.module].after(registered, self.vars)
         self._note_runtime(task, registered)
@@ -558,6 +615,13 @@ class ContainerEngine:
     def _note_runtime(self, task: Any, registered: dict) -> None:
         """Names later tasks must see over their own `vars` (Ansible's precedence)."""
         self.runtime.update(registered.get("ansible_facts", {}))
+
+    def _retry_done(
+        self, task: Any, status: str, registered: dict, where: str, scope: dict
+    ) -> bool:
+        if not task.until:
+            return status != "failed"
+        return self._until(task, registered, where, scope)
 
     def _until(self, task: Any, registered: dict, where: str, variables: dict) -> bool:
         scope = {**variables, "result": registered}

@@ -1,0 +1,107 @@
+"""What a task leaves registered, and which handlers run when, through
+ansible-playbook (`-c local`) and pctfleet (`--local`): a task (or loop item) its
+`when` skipped (`skipped`, `false_condition`: the first that failed), `until` out of
+attempts (`failed`, ansible-core's `attempts`), `retries` without `until` (again until
+it does not fail), and handlers that notify handlers (one listed after runs in the
+same flush, one listed before at the next) (measured on ansible-core 2.19)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import differ
+
+CALL = 1  # bump when how Ansible is called here changes
+BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {yes_: true, no_: false, out: "{{ playbook_dir }}/out"}
+  tasks:
+    - name: skipped by the second condition
+      command: echo never
+      when: [yes_, no_, "1 == 2"]
+      register: skipped_one
+    - name: what a skip registers
+      debug:
+        msg: "{{ skipped_one.skipped }} {{ skipped_one.false_condition }}
+          {{ skipped_one.skip_reason }} {{ skipped_one.changed }} {{ skipped_one is skipped }}"
+    - name: a registered name a skip overwrites
+      set_fact: {kept: before}
+    - name: skipped loop
+      command: echo {{ item }}
+      loop: [1, 2]
+      when: item > 5
+      register: kept
+    - name: what a skipped loop registers
+      debug:
+        msg: "{{ kept.skipped }} {{ kept.msg }} {{ kept.results | map(attribute='false_condition')
+          | list }} {{ kept.results | map(attribute='item') | list }}"
+    - name: until out of attempts
+      command: echo not yet
+      register: waited
+      until: waited.stdout == 'ready'
+      retries: 2
+      delay: 0
+      ignore_errors: true
+    - name: what it registers
+      debug: {msg: "{{ waited.attempts }} {{ waited.failed }} {{ waited is failed }}"}
+    - name: reached only when it failed
+      debug: {msg: reached}
+      when: waited is failed
+    - name: retries without until, failing once
+      shell: "test -e {{ out }}/flag || { touch {{ out }}/flag; exit 1; }"
+      register: again
+      retries: 3
+      delay: 0
+    - name: its attempts
+      debug: {msg: "{{ again.attempts }} {{ again.failed }} {{ again.rc }}"}
+    - name: notify a handler that notifies others
+      command: "true"
+      notify: restart unit
+    - name: notify one more
+      command: "true"
+      notify: second
+  handlers:
+    - name: health check
+      shell: "echo health >> {{ out }}/handlers"
+    - name: restart unit
+      shell: "echo restart >> {{ out }}/handlers"
+      notify: [health check, after]
+    - name: after
+      shell: "echo after >> {{ out }}/handlers"
+    - name: second
+      shell: "echo second >> {{ out }}/handlers"
+      notify: restart unit
+"""
+
+
+def _tree(folder: Path) -> None:
+    (folder / "out").mkdir(parents=True)
+    (folder / "book.yml").write_text(BOOK)
+
+
+def _files(root: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((root / "out").iterdir())}
+
+
+def test_registered_results_and_handler_chains_as_in_ansible(tmp_path):
+    theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
+    for folder in (theirs_dir, ours_dir):
+        _tree(folder)
+
+    def ansible() -> dict:
+        tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir)
+        hosts = [(t["task"]["name"], t["hosts"]["localhost"]) for t in tasks]
+        shown = [[name, differ.ansible_status(h), str(h.get("msg", ""))] for name, h in hosts]
+        return {"tasks": shown, "files": _files(theirs_dir)}
+
+    theirs = differ.cached("results", [CALL, BOOK], ansible)
+    tasks = differ.pctfleet_local(ours_dir / "book.yml", tmp_path / "runs")
+    ours = [[t["name"], t["status"], t["msg"]] for t in tasks]
+    expected = theirs["tasks"]
+    # Skip and failure messages are worded differently; statuses and the rest agree.
+    for row in (*ours, *expected):
+        if row[1] in ("skipped", "failed"):
+            row[2] = ""
+    assert ours == expected
+    assert _files(ours_dir) == theirs["files"]
