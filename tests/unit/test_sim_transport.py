@@ -218,8 +218,8 @@ def test_a_converged_command_guarded_by_removes_is_skipped(tmp_path):
     )
     runs, _ = _sim_run(_request(tmp_path, playbook, INVENTORY, RunOptions()))
     assert [(t.status, t.msg) for t in runs[0].tasks] == [
-        ("ok", "skipped, since /tmp/lock does not exist"),
-        ("ok", "skipped, since /tmp/lock2 does not exist"),
+        ("ok", "Did not run command since '/tmp/lock' does not exist"),
+        ("ok", "Did not run command since '/tmp/lock2' does not exist"),
     ]
 
 

@@ -1,13 +1,15 @@
-"""`command` and `shell`, with Ansible's arguments (`creates`, `removes`, `chdir`)."""
+"""`command` and `shell`, with Ansible's arguments (`creates`, `removes`, `chdir`,
+`stdin`, `stdin_add_newline`, `strip_empty_ends`, `expand_argument_vars`)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from pctfleet.errors import PlaybookError
-from pctfleet.modules.args import Args, Context, arg, text
+from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q, words
 from pctfleet.sh import snippet
 
@@ -24,6 +26,9 @@ class CommandArgs(Args):
     creates: str | None = arg(None, convert=text)
     removes: str | None = arg(None, convert=text)
     stdin: str | None = arg(None, convert=text)
+    stdin_add_newline: bool = arg(True, convert=flag)
+    strip_empty_ends: bool = arg(True, convert=flag)
+    expand_argument_vars: bool = arg(True, convert=flag)
 
     def check(self, ctx: Context, where: str) -> None:
         if not self.cmd and not self.argv:
@@ -67,19 +72,52 @@ class GuardFact(FactReader[Guards]):
         return done | ({"removes_missing": "1"} if args.removes else {})
 
 
-def _skipped(args: CommandArgs, guards: Guards | None) -> Plan | None:
-    if guards and guards.created:
-        return Plan(False, msg=f"skipped, since {args.creates} exists")
-    if guards and guards.removed:
-        return Plan(False, msg=f"skipped, since {args.removes} does not exist")
+def _skipped(args: CommandArgs, guards: Guards | None, check: bool) -> Plan | None:
+    """Not run, said and registered as ansible-core says it."""
+    if guards and (guards.created or guards.removed):
+        path, why = (args.creates, "exists") if guards.created else (args.removes, "does not exist")
+        msg = f"{'Would' if check else 'Did'} not run command since '{path}' {why}"
+        return Plan(False, msg=msg, result={"rc": 0, "stdout": f"skipped, since {path} {why}"})
     return None
 
 
 def _run(args: CommandArgs, line: str) -> Plan:
-    """The change: `line` exec'd in `chdir`, fed `stdin`; check mode leaves it to the runner."""
+    """The change: `line` exec'd in `chdir`, fed `stdin` (a line break added unless
+    `stdin_add_newline: false`, as ansible-core does); check mode leaves it to the runner."""
     chdir = f"cd {q(args.chdir)} || exit 1\n" if args.chdir else ""
-    stdin = args.stdin.encode() if args.stdin is not None else b""
-    return Plan(True, script=f"{chdir}exec {line}\n", skip_in_check=True, stdin=stdin)
+    stdin = (args.stdin or "") + ("\n" if args.stdin and args.stdin_add_newline else "")
+    return Plan(True, script=f"{chdir}exec {line}\n", skip_in_check=True, stdin=stdin.encode())
+
+
+# Python's os.path.expandvars, which ansible-core's command module applies to each word.
+_VARIABLE = re.compile(r"\$(\w+|\{[^}]*\})", re.ASCII)
+_SH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_USER = re.compile(r"~[A-Za-z0-9._-]*(?=/|$)")
+
+
+def expanded_word(word: str) -> str:
+    """sh code for `word` as ansible-core's command module passes it on: `$NAME` and
+    `${NAME}` of a variable set in the container replaced (left as written when it is
+    not), then a leading `~` or `~user` made that home. Everything else stays quoted."""
+    code, rest = "", word
+    if home := _USER.match(word):
+        tilde = home.group()
+        code, rest = ('"$HOME"' if tilde == "~" else tilde), word[len(tilde) :]
+    position = 0
+    for found in _VARIABLE.finditer(rest):
+        name = found.group(1).strip("{}") if found.group(1).startswith("{") else found.group(1)
+        if not _SH_NAME.fullmatch(name):
+            continue
+        code += q(rest[position : found.start()]) if found.start() > position else ""
+        code += f'"${{{name}-{_escaped(found.group())}}}"'
+        position = found.end()
+    tail = rest[position:]
+    return code + (q(tail) if tail or not code else "")
+
+
+def _escaped(text: str) -> str:
+    """`text` as the default word of a double-quoted ${NAME-...}."""
+    return re.sub(r'([\\$"`}])', r"\\\1", text)
 
 
 class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
@@ -89,7 +127,11 @@ class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
 
     def plan(self, args: CommandArgs, state: Guards | None, check: bool) -> Plan:
         argv = args.argv or tuple(shlex.split(args.cmd))
-        return _skipped(args, state) or _run(args, " ".join(q(word) for word in argv))
+        spell = expanded_word if args.expand_argument_vars else q
+        return _skipped(args, state, check) or _run(args, " ".join(spell(word) for word in argv))
+
+    def finish(self, args: CommandArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
+        return _finished(super().finish(args, plan, rc, out, err), args, out, err)
 
 
 class Shell(Module, name="shell", args=ShellArgs, fact=GuardFact()):
@@ -99,4 +141,14 @@ class Shell(Module, name="shell", args=ShellArgs, fact=GuardFact()):
 
     def plan(self, args: ShellArgs, state: Guards | None, check: bool) -> Plan:
         shell = args.executable or "/bin/sh"
-        return _skipped(args, state) or _run(args, f"{q(shell)} -c {q(args.cmd)}")
+        return _skipped(args, state, check) or _run(args, f"{q(shell)} -c {q(args.cmd)}")
+
+    def finish(self, args: CommandArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
+        return _finished(super().finish(args, plan, rc, out, err), args, out, err)
+
+
+def _finished(result: dict, args: CommandArgs, out: str, err: str) -> dict:
+    """`strip_empty_ends: false` keeps the output's final line breaks."""
+    if not args.strip_empty_ends:
+        result |= {"stdout": out, "stderr": err}
+    return result

@@ -1,0 +1,98 @@
+"""command and shell as ansible-core runs them, through ansible-playbook (`-c local`)
+and pctfleet (`--local`): `creates`/`removes` as glob patterns, `stdin` with its added
+line break (`stdin_add_newline`), `strip_empty_ends`, and the command module's
+expansion of `$NAME`, `${NAME}` and `~` in its words (`expand_argument_vars`; a name
+not set stays as written; shell words are the shell's) (measured on ansible-core 2.19)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import differ
+
+CALL = 1  # bump when how Ansible is called here changes
+BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {out: "{{ playbook_dir }}/out"}
+  environment: {PF_SET: "set value", PF_EMPTY: "", PF_TRICKY: "a'b\"c $x"}
+  tasks:
+    - name: a marker
+      copy: {content: "", dest: "{{ out }}/pip-24.0.dist-info"}
+    - name: creates, a glob that matches
+      command: "touch {{ out }}/ran-creates"
+      args: {creates: "{{ out }}/pip-*.dist-info"}
+      register: created
+    - name: removes, a glob that matches nothing
+      command: "touch {{ out }}/ran-removes"
+      args: {removes: "{{ out }}/nothing-*.txt"}
+      register: removed
+    - name: what they register
+      debug:
+        msg: "{{ [created.msg, created.stdout, created.rc, removed.msg] | join(' | ')
+          | replace(playbook_dir, 'ROOT') }}"
+    - name: creates, a glob with a space
+      command: "touch {{ out }}/ran-space"
+      args: {creates: "{{ out }}/with space*"}
+    - name: stdin gets a line break
+      command: {cmd: wc -c, stdin: abc}
+      register: counted
+    - name: unless told not to
+      command: {cmd: wc -c, stdin: abc, stdin_add_newline: false}
+      register: counted_raw
+    - name: output ends kept
+      shell: printf 'x\n\n'
+      register: kept
+      args: {strip_empty_ends: false}
+    - name: the counts
+      debug: {msg: "{{ counted.stdout }} {{ counted_raw.stdout }} {{ kept.stdout | length }}"}
+    - name: words expanded
+      command: >-
+        printf '[%s]' $PF_SET ${PF_SET}x $PF_EMPTY $PF_NOT_SET ${PF_NOT_SET} $1 x$PF_TRICKY
+        "${not a name}" ~ ~/sub ~nobody
+      register: expanded
+    - name: not expanded when told
+      command:
+        argv: [printf, "[%s]", "$PF_SET", "~"]
+        expand_argument_vars: false
+      register: verbatim
+    - name: a shell's words are its own
+      shell: printf '[%s]' '$PF_SET' "$PF_SET"
+      register: shelled
+    - name: the words
+      debug:
+        msg: "{{ expanded.stdout | replace(ansible_env_home, 'HOME') }}
+          {{ verbatim.stdout }} {{ shelled.stdout }}"
+      vars: {ansible_env_home: "{{ lookup('env', 'HOME') }}"}
+"""
+
+
+def _tree(folder: Path) -> None:
+    (folder / "out").mkdir(parents=True)
+    (folder / "out" / "with space here").write_text("")
+    (folder / "book.yml").write_text(BOOK)
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "out").iterdir())
+
+
+def test_command_words_guards_and_stdin_as_in_ansible(tmp_path):
+    theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
+    for folder in (theirs_dir, ours_dir):
+        _tree(folder)
+
+    def ansible() -> dict:
+        tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir)
+        hosts = [(t["task"]["name"], t["hosts"]["localhost"]) for t in tasks]
+        shown = [[name, differ.ansible_status(h), str(h.get("msg", ""))] for name, h in hosts]
+        return {"tasks": shown, "files": _files(theirs_dir)}
+
+    theirs = differ.cached("command", [CALL, BOOK], ansible)
+    tasks = differ.pctfleet_local(ours_dir / "book.yml", tmp_path / "runs")
+    ours = [[t["name"], t["status"], t["msg"]] for t in tasks]
+    for row in (*ours, *theirs["tasks"]):
+        if row[0] != "what they register" and not row[0].startswith("the "):
+            row[2] = ""  # only the debug lines' text is compared
+    assert ours == theirs["tasks"]
+    assert _files(ours_dir) == theirs["files"]
