@@ -30,7 +30,7 @@ import yaml
 from jinja2 import StrictUndefined, Undefined, meta, nodes
 
 from pctfleet.errors import TemplateError, UndefinedVariable
-from pctfleet.playbook import ansible_tests, filters, rendermemo
+from pctfleet.playbook import ansible_tests, filters, rendermemo, versions
 from pctfleet.playbook.secrets import REDACTED, Secret, Unsafe
 from pctfleet.playbook.secrets import is_template as _is_template
 
@@ -122,35 +122,15 @@ def _mandatory(value: Any, msg: str | None = None) -> Any:
     return value
 
 
-def _version_key(text: Any) -> tuple:
-    """`"13.0.88"` -> (13, 0, 88); text parts compare after numbers."""
-    return tuple(
-        (0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+_]", str(text)) if p
-    )
-
-
-_OPS = {
-    "<": "__lt__",
-    "lt": "__lt__",
-    "<=": "__le__",
-    "le": "__le__",
-    ">": "__gt__",
-    "gt": "__gt__",
-    ">=": "__ge__",
-    "ge": "__ge__",
-    "==": "__eq__",
-    "=": "__eq__",
-    "eq": "__eq__",
-    "!=": "__ne__",
-    "ne": "__ne__",
-}
-
-
-def _version(value: Any, other: Any, op: str = "==") -> bool:
-    """Ansible's `version` test: `cuda is version('12.8', '>=')`."""
-    if op not in _OPS:
-        raise _Failure(f"version: unknown operator {op!r}")
-    return getattr(_version_key(value), _OPS[op])(_version_key(other))
+def _version(value: Any, other: Any, op: str = "==", **kinds: Any) -> bool:
+    """Ansible's `version` test: `cuda is version('12.8', '>=')` (see versions.py)."""
+    unknown = set(kinds) - {"strict", "version_type"}
+    if unknown:
+        raise _Failure(f"version: unexpected argument {sorted(unknown)[0]!r}")
+    try:
+        return versions.compare(value, other, op, **kinds)
+    except versions.VersionError as err:
+        raise _Failure(f"version: {err}") from None
 
 
 def _result_test(flag: str, default: bool = False):
