@@ -305,6 +305,8 @@ def test_import_tasks_is_expanded_with_when_and_tags(tmp_path):
             - import_tasks: tasks/inner.yml
               when: go
               tags: imported
+              vars: {v: imported}
+              ignore_errors: true
         """,
         ),
         KNOWN,
@@ -313,6 +315,9 @@ def test_import_tasks_is_expanded_with_when_and_tags(tmp_path):
     assert (inner.name, inner.when, inner.tags) == ("inner", ["go"], frozenset({"x", "imported"}))
     assert inner.loc == f"{tmp_path / 'tasks' / 'inner.yml'}:1"
     assert (deepest.name, deepest.when) == ("deepest", ["go"])
+    # As a block's: its vars and flags reach each task, under the task's own.
+    assert (inner.vars, inner.ignore_errors) == ({"v": "imported"}, True)
+    assert (deepest.vars, deepest.ignore_errors) == ({"v": "imported"}, True)
 
 
 def test_import_errors(tmp_path):

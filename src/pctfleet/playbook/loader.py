@@ -60,7 +60,10 @@ TASK_KEYWORDS = (
     *(f"with_{kind}" for kind in (*NATIVE[1:], *WITH_LOOKUPS)),
 )
 HANDLER_KEYWORDS = (*TASK_KEYWORDS, "listen")
-IMPORT_KEYWORDS = ("name", "tags", "when")
+IMPORT_KEYWORDS = (
+    "name", "tags", "when", "vars", "ignore_errors", "no_log", "run_once", "any_errors_fatal",
+    "check_mode", "diff", "become",
+)  # fmt: skip
 BLOCK_KEYWORDS = (
     "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log",
     "become", "run_once", "any_errors_fatal",
@@ -703,17 +706,7 @@ def _parse_block(reader: _Reader, m: YamlMap, handler: bool, ctx: str) -> Block:
     parts = {key: _task_list(reader, m, key, ctx, handler) for key in ("block", "rescue", "always")}
     if not parts["block"] and "block" in m and not isinstance(m["block"], YamlList):
         raise _fail(f"'block' must be a list of tasks, got {brief(m['block'])}", m, "block", ctx)
-    inherit = _Inherit(
-        when=_conditions(m, "when", ctx) or [],
-        tags=_tags(m, ctx),
-        vars=_scoped_vars(m, ctx),
-        ignore_errors=_bool(m, "ignore_errors", ctx, None),
-        no_log=_bool(m, "no_log", ctx, None),
-        run_once=_bool(m, "run_once", ctx, None),
-        any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
-        check_mode=_bool(m, "check_mode", ctx, None),
-        diff=_bool(m, "diff", ctx, None),
-    )
+    inherit = _inherited(m, ctx)
     name = _text(m, "name", ctx, "block") or "block"
     return Block(name, **{k: inherit.apply(v) for k, v in parts.items()}, loc=m.where())
 
@@ -759,6 +752,21 @@ class _Inherit:
         return out
 
 
+def _inherited(m: YamlMap, ctx: str) -> _Inherit:
+    """What a block's (or a static import's) keywords give each task inside it."""
+    return _Inherit(
+        when=_conditions(m, "when", ctx) or [],
+        tags=_tags(m, ctx),
+        vars=_scoped_vars(m, ctx),
+        ignore_errors=_bool(m, "ignore_errors", ctx, None),
+        no_log=_bool(m, "no_log", ctx, None),
+        run_once=_bool(m, "run_once", ctx, None),
+        any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
+        check_mode=_bool(m, "check_mode", ctx, None),
+        diff=_bool(m, "diff", ctx, None),
+    )
+
+
 def _first(*values: bool | None) -> bool | None:
     return next((v for v in values if v is not None), None)
 
@@ -787,7 +795,8 @@ def _tasks_of(reader: _Reader, items: YamlList, handler: bool) -> list:
 
 
 def _import(reader: _Reader, m: YamlMap, key: str, handler: bool, ctx: str) -> list:
-    """Expand `import_tasks: file.yml` in place; its `when`/`tags` apply to each task."""
+    """Expand `import_tasks: file.yml` in place; its keywords (`when`, `tags`, `vars`,
+    ...) apply to each task, as a block's do."""
     for other in m:
         if other != key and other not in IMPORT_KEYWORDS:
             raise _fail(
@@ -805,13 +814,13 @@ def _import(reader: _Reader, m: YamlMap, key: str, handler: bool, ctx: str) -> l
     items = load_yaml(path, what="a list of tasks")
     if not isinstance(items, YamlList):
         raise _fail(f"{path} must hold a list of tasks, got {brief(items)}", m, key, ctx)
-    when, tags = _conditions(m, "when", ctx) or [], _tags(m, ctx)
+    inherit = _inherited(m, ctx)
     reader.imports.append(path)
     try:
         tasks = _tasks_of(reader, items, handler)
     finally:
         reader.imports.pop()
-    return _Inherit(when=when, tags=tags).apply(tasks)
+    return inherit.apply(tasks)
 
 
 def _import_path(reader: _Reader, m: YamlMap, key: str, ctx: str) -> Path:
