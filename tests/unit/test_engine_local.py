@@ -171,3 +171,27 @@ def test_debug_shows_a_message_that_renders_to_none_not_the_default(tmp_path):
     options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
     ContainerEngine(LocalTarget(), run, {"nothing": None}, options).play(play.tasks, [])
     assert [t.msg for t in run.tasks] == ["None", "None", "Hello world!"]
+
+
+def test_a_role_included_again_with_other_defaults_sees_those(tmp_path):
+    role = tmp_path / "roles" / "r"
+    (role / "defaults").mkdir(parents=True)
+    (role / "tasks").mkdir()
+    (role / "defaults" / "main.yml").write_text("v: main\nonly_main: kept\n")
+    (role / "defaults" / "other.yml").write_text("v: other\n")
+    (role / "tasks" / "main.yml").write_text("- debug: {msg: '{{ v }} {{ only_main }}'}\n")
+    book = tmp_path / "book.yml"
+    book.write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - include_role: {name: r}\n"
+        "    - include_role: {name: r, defaults_from: other}\n"
+        "    - {name: set, set_fact: {v: fact}}\n"
+        "    - include_role: {name: r}\n"
+    )
+    play = load_playbook(book, known_args()).plays[0]
+    run = ContainerRun("local", 100)
+    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
+    ContainerEngine(LocalTarget(), run, {}, options).play(play.tasks, [])
+    shown = [t.msg for t in run.tasks if t.module == "debug"]
+    # As ansible-core: each inclusion's defaults, under anything set another way.
+    assert shown == ["main kept", "other kept", "fact kept"]

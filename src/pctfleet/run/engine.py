@@ -177,6 +177,7 @@ class ContainerEngine:
         self.snippets: dict[int, tuple[Any, Any, bool, str | None]] = {}  # see _snippet
         self.runtime: set[str] = set()  # registered and set_fact names: over task vars
         self.fact_names: set[str] = set()  # gathered (here or in an earlier play)
+        self.default_names: set[str] = set()  # set by an included role's defaults
         self.notified: list[str] = []
         self.deferred: set[int] = set()  # handlers notified in a flush after they ran
         self.stop = stop or threading.Event()
@@ -431,8 +432,11 @@ class ContainerEngine:
         for number, (scope, item) in enumerate(scopes):
             args = render(dict(task.args), scope, where=where)
             nodes, handlers, defaults = expand_include(task, args, item)
-            for name, value in defaults.items():  # role defaults: under every other level
-                self.vars.setdefault(name, value)
+            for name, value in defaults.items():  # role defaults: under every other level,
+                later_role = name in self.default_names and name not in self.runtime
+                if name not in self.vars or later_role:  # a later role's defaults win
+                    self.vars[name] = value
+                    self.default_names.add(name)
             known = {h.name for h in self.handlers}
             self.handlers += [h for h in handlers if h.name not in known]
             nodes = select_tasks(nodes, self.options.tags, self.options.skip_tags)
