@@ -251,6 +251,11 @@ class Module:
             result["msg"] = err.strip().splitlines()[-1] if err.strip() else f"exit {rc}"
         return result
 
+    def checked(self, args: Any, plan: Plan) -> dict:
+        """What the task registers when check mode leaves a change it would make undone.
+        Default: nothing more than the plan's."""
+        return {}
+
     def after(self, registered: dict[str, Any], variables: dict[str, Any]) -> None:
         """What a finished task does to the container's variables (set_fact). Default: none."""
 

@@ -86,7 +86,17 @@ def _run(args: CommandArgs, line: str) -> Plan:
     `stdin_add_newline: false`, as ansible-core does); check mode leaves it to the runner."""
     chdir = f"cd {q(args.chdir)} || exit 1\n" if args.chdir else ""
     stdin = (args.stdin or "") + ("\n" if args.stdin and args.stdin_add_newline else "")
-    return Plan(True, script=f"{chdir}exec {line}\n", skip_in_check=True, stdin=stdin.encode())
+    # ansible-core in check mode: skipped, unless creates/removes say it would change.
+    guarded = bool(args.creates or args.removes)
+    return Plan(
+        True, script=f"{chdir}exec {line}\n", skip_in_check=not guarded, stdin=stdin.encode()
+    )
+
+
+def _checked(plan: Plan) -> dict:
+    """What ansible-core registers for a command check mode did not run."""
+    done = {"rc": 0, "msg": "Command would have run if not in check mode"}
+    return done | ({"skipped": True, "changed": False} if plan.skip_in_check else {})
 
 
 # Python's os.path.expandvars, which ansible-core's command module applies to each word.
@@ -133,6 +143,9 @@ class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
     def finish(self, args: CommandArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
         return _finished(super().finish(args, plan, rc, out, err), args, out, err)
 
+    def checked(self, args: CommandArgs, plan: Plan) -> dict:
+        return _checked(plan)
+
 
 class Shell(Module, name="shell", args=ShellArgs, fact=GuardFact()):
     """Run a line through /bin/sh: pipes, redirections and variables work."""
@@ -145,6 +158,9 @@ class Shell(Module, name="shell", args=ShellArgs, fact=GuardFact()):
 
     def finish(self, args: CommandArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
         return _finished(super().finish(args, plan, rc, out, err), args, out, err)
+
+    def checked(self, args: CommandArgs, plan: Plan) -> dict:
+        return _checked(plan)
 
 
 def _finished(result: dict, args: CommandArgs, out: str, err: str) -> dict:

@@ -772,6 +772,7 @@ class ContainerEngine:
         if not plan.changed:
             return "ok", {"rc": 0, "stdout": "", "stderr": "", **registered}  # a module's own win
         if modes(task, self.options)[0]:
+            registered.update(module.checked(args, plan))
             return ("skipped" if plan.skip_in_check else "changed"), registered
         local = delegated(task)  # a change on this machine leaves the container's facts
         try:
