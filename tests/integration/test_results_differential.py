@@ -2,7 +2,7 @@
 ansible-playbook (`-c local`) and pctfleet (`--local`): a task (or loop item) its
 `when` skipped (`skipped`, `false_condition`: the first that failed), `until` out of
 attempts (`failed`, ansible-core's `attempts`), `retries` without `until` (again until
-it does not fail), and handlers that notify handlers (one listed after runs in the
+it does not fail), task names rendered as the task starts, and handlers that notify handlers (one listed after runs in the
 same flush, one listed before at the next) (measured on ansible-core 2.19)."""
 
 from __future__ import annotations
@@ -55,6 +55,12 @@ BOOK = r"""
       delay: 0
     - name: its attempts
       debug: {msg: "{{ again.attempts }} {{ again.failed }} {{ again.rc }}"}
+    - name: "named from {{ out | basename }}"
+      debug: {msg: named}
+      register: named
+    - name: "named before it registers: {{ named.msg }} {{ later.msg | default('none') }}"
+      debug: {msg: again}
+      register: later
     - name: notify a handler that notifies others
       command: "true"
       notify: restart unit

@@ -195,3 +195,22 @@ def test_a_role_included_again_with_other_defaults_sees_those(tmp_path):
     shown = [t.msg for t in run.tasks if t.module == "debug"]
     # As ansible-core: each inclusion's defaults, under anything set another way.
     assert shown == ["main kept", "other kept", "fact kept"]
+
+
+def test_a_rescue_reads_the_failed_task_s_name_as_shown_never_rendered_again(tmp_path):
+    book = tmp_path / "book.yml"
+    book.write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - block:\n"
+        "        - name: 'check {{ item }}'\n"
+        "          command: 'test {{ item }} -lt 2'\n"
+        "          loop: [1, 2]\n"
+        "      rescue:\n"
+        "        - debug: {msg: '[{{ ansible_failed_task.name }}]'}\n"
+    )
+    play = load_playbook(book, known_args()).plays[0]
+    run = ContainerRun("local", 100)
+    options = RunOptions(base_dir=str(tmp_path), lock_wait=30)
+    ContainerEngine(LocalTarget(), run, {}, options).play(play.tasks, [])
+    assert [t.status for t in run.tasks] == ["failed", "ok"]
+    assert run.tasks[-1].msg == "[check {{ item }}]"

@@ -178,6 +178,7 @@ class ContainerEngine:
         self.runtime: set[str] = set()  # registered and set_fact names: over task vars
         self.fact_names: set[str] = set()  # gathered (here or in an earlier play)
         self.default_names: set[str] = set()  # set by an included role's defaults
+        self.names: dict[int, str] = {}  # each task's name as shown, by id(task)
         self.notified: list[str] = []
         self.deferred: set[int] = set()  # handlers notified in a flush after they ran
         self.stop = stop or threading.Event()
@@ -292,7 +293,9 @@ class ContainerEngine:
                 self._meta(task, here)
                 continue
             remaining = self._remaining(task)
-            self.options.observer.task_started(self.run, task.name)
+            # Its name as ansible-core shows it: rendered as the task starts.
+            self.names[id(task)] = self._shown_name(task)
+            self.options.observer.task_started(self.run, self.names[id(task)])
             self._gather_for(task, remaining)
             if task.run_once and task.include is None:
                 result = self._once(task, remaining, handler)
@@ -868,9 +871,18 @@ class ContainerEngine:
         return self._redacted(task, result, scope)
 
     def _result(self, task: Any, status: str, msg: str, handler: bool, started: float):
-        return TaskResult(
-            task.name, task.module, status, msg, None, time.monotonic() - started, task.loc, handler
-        )
+        name, took = self.names.get(id(task)) or task.name, time.monotonic() - started
+        return TaskResult(name, task.module, status, msg, None, took, task.loc, handler)
+
+    def _shown_name(self, task: Any) -> str:
+        """The task's name rendered with its variables as they are now, as ansible-core
+        shows it; as written when that fails (a loop variable, a name not defined)."""
+        if "{{" not in task.name and "{%" not in task.name:
+            return task.name
+        try:
+            return str(render(task.name, self._scope(task), where=task.loc))
+        except InputError:
+            return task.name
 
     def _redacted(self, task: Any, result: TaskResult, scope: dict | None = None) -> TaskResult:
         if task.no_log:
@@ -905,7 +917,9 @@ def _lookahead(tasks: list) -> list:
 
 def _failed_vars(task: Any, result: TaskResult) -> dict[str, Any]:
     """What a `rescue` reads about the task that failed, as Ansible names it."""
-    failed_task = {"name": task.name, "action": task.module, "args": dict(task.args)}
+    # Its name as shown (rendered as it started) and its arguments as written: data from
+    # then on, never rendered again (a loop's `{{ item }}` means nothing in a rescue).
+    failed_task = unsafe({"name": result.name, "action": task.module, "args": dict(task.args)})
     return {"ansible_failed_task": failed_task, "ansible_failed_result": result.result}
 
 
