@@ -2,8 +2,9 @@
 ansible-playbook (`-c local`) and pctfleet (`--local`): a task (or loop item) its
 `when` skipped (`skipped`, `false_condition`: the first that failed), `until` out of
 attempts (`failed`, ansible-core's `attempts`), `retries` without `until` (again until
-it does not fail), task names rendered as the task starts, and handlers that notify handlers (one listed after runs in the
-same flush, one listed before at the next) (measured on ansible-core 2.19)."""
+it does not fail), task names rendered as the task starts, and handlers that notify
+handlers (one listed after runs in the same flush, one listed before at the next)
+(measured on ansible-core 2.19)."""
 
 from __future__ import annotations
 
