@@ -38,7 +38,7 @@ from pctfleet.inventory import (
     inventory_from_text,
     parse_ctids,
 )
-from pctfleet.modules.base import mode_string
+from pctfleet.modules.modes import file_mode
 from pctfleet.modules.pip import parse_requirement
 from pctfleet.transport import ssh
 from pctfleet.transport.base import NodeUnreachable
@@ -252,7 +252,7 @@ PLAYBOOK_FAULTS = st.one_of(
     NAMES.map(lambda n: (6, f"      {n}x: {{path: /opt/demo}}")),
     NAMES.map(lambda n: (6, f"      file: {{path: /opt/demo, {n}x: 1}}")),
     st.one_of(TEXT, NUMBERS)
-    .filter(lambda v: "{" not in str(v) and not _accepted(lambda m: mode_string(m, "x"), v))
+    .filter(lambda v: "{" not in str(v) and not _accepted(lambda m: file_mode(m, "x"), v))
     .map(lambda v: (6, f"      file: {{path: /opt/demo, state: directory, mode: {scalar(v)}}}")),
     NAMES.map(lambda n: (6, f"      file: {{path: /opt/demo, state: {n}x}}")),
     st.sampled_from(["app ==", "(((", "app | nofilter", "app is nothing_at_all", "{{", "%}"]).map(

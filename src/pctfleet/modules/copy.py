@@ -15,8 +15,9 @@ from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, flag, text
-from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World, mode_string
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World
 from pctfleet.modules.file import PathState, attribute_fixes, path_state, stat_probe
+from pctfleet.modules.modes import Mode, file_mode, stat_text, wanted_mode
 from pctfleet.modules.textfile import TEXT_LIMIT, backup_name
 from pctfleet.playbook.rendermemo import pure_names
 from pctfleet.playbook.templatevars import UNSTABLE, template_vars
@@ -43,7 +44,7 @@ class ContentArgs(Args):
     reads_context: ClassVar[bool] = True
 
     dest: str = arg(required=True, convert=text)
-    mode: str | None = arg(None, convert=mode_string)
+    mode: Mode | None = arg(None, convert=file_mode)
     owner: str | None = arg(None, convert=text)
     group: str | None = arg(None, convert=text)
     force: bool = arg(True, convert=flag)
@@ -273,7 +274,7 @@ class ContentStat(FactReader[FileContent]):
         world.files[args.dest] = args.data  # a later task (server's env_file) reads it
         return {
             "type": "file",
-            "mode": (args.mode or "644").lstrip("0") or "0",
+            "mode": stat_text(wanted_mode(args.mode, "") or "0644"),
             "owner": args.owner or "root",
             "group": args.group or "root",
             "sha256": hashlib.sha256(args.data).hexdigest(),
@@ -290,8 +291,12 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
         if not args.force and state.path.type != "absent":
             # Ansible: an existing dest is left as it is, attributes included.
             return Plan(False, msg=f"{dest} exists; force: false keeps it")
+        # A symbolic mode applies to the file's mode, as read by the probe. A link is
+        # replaced by a new file, as Ansible replaces it: that one starts from 0644.
+        current = state.path.mode if state.path.type == "file" else ""
+        wanted = wanted_mode(args.mode, current)
         if state.sha256 != hashlib.sha256(data).hexdigest():
-            mode = args.mode or state.path.mode or "0644"
+            mode = wanted or current or "0644"
             pushes, result = [Push(dest, data, mode, args.push_owner)], {}
             if args.backup and state.path.type == "file":
                 if state.content is None:
@@ -300,7 +305,7 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
                 old_mode = state.path.mode or "0644"
                 pushes.insert(0, Push(result["backup_file"], state.content, old_mode, ""))
             return Plan(True, pushes=pushes, diff=_diff(dest, state, data), result=result)
-        fixes, attr_diff = attribute_fixes(dest, state.path, args.mode, args.owner, args.group)
+        fixes, attr_diff = attribute_fixes(dest, state.path, wanted, args.owner, args.group)
         if not fixes:
             return Plan(False)
         diff = {"path": dest, "before": str(attr_diff["before"]), "after": str(attr_diff["after"])}

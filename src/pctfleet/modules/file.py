@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pctfleet.modules.args import Args, Context, arg, flag, text
-from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, mode_string, q
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q
+from pctfleet.modules.modes import Mode, file_mode, stat_text, wanted_mode
 from pctfleet.sh import snippet
 
 ROOT = {"owner": "root", "group": "root"}
@@ -45,9 +46,10 @@ class PathStat(FactReader[PathState]):
         if args.state == "link":
             return {"type": "link", "target": str(args.src), "mode": "777", **ROOT}
         kind = "directory" if args.state == "directory" else "file"
+        mode = wanted_mode(args.mode, "", kind == "directory")
         default = "755" if kind == "directory" else "644"
         owner = {"owner": args.owner or "root", "group": args.group or "root"}
-        return {"type": kind, "mode": (args.mode or default).lstrip("0"), **owner}
+        return {"type": kind, "mode": stat_text(mode) if mode else default, **owner}
 
 
 def path_state(fields: dict[str, str]) -> PathState:
@@ -64,7 +66,10 @@ def path_state(fields: dict[str, str]) -> PathState:
 def attribute_fixes(
     path: str, state: PathState, mode: str | None, owner: str | None, group: str | None
 ) -> tuple[list, dict]:
-    """Shell lines that bring mode/owner/group to the wanted values, and the diff of them."""
+    """Shell lines that bring mode/owner/group to the wanted values, and the diff of them.
+
+    `mode` is 4-digit octal, a symbolic one already resolved against `state.mode`
+    (`modes.wanted_mode`): both sides of the comparison are numbers written alike."""
     lines, before, after = [], {}, {}
     if mode and state.mode != mode:
         lines.append(f"chmod {mode} -- {q(path)}")
@@ -82,7 +87,7 @@ class FileArgs(Args):
     path: str = arg(required=True, aliases=("dest", "name"), convert=text)
     state: str = arg("file", choices=STATES)
     src: str | None = arg(None, convert=text)
-    mode: str | None = arg(None, convert=mode_string)
+    mode: Mode | None = arg(None, convert=file_mode)
     owner: str | None = arg(None, convert=text)
     group: str | None = arg(None, convert=text)
     force: bool = arg(False, convert=flag)
@@ -114,7 +119,9 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
         before = state.type
         if first:  # a new path: its attributes are all to be set
             state = PathState(type=state.type)
-        fixes, attr_diff = attribute_fixes(path, state, args.mode, args.owner, args.group)
+        directory = "directory" in (after, state.type)  # `X` gives a folder x, always
+        mode = wanted_mode(args.mode, state.mode, directory)
+        fixes, attr_diff = attribute_fixes(path, state, mode, args.owner, args.group)
         lines = first + fixes
         if not lines:
             return Plan(False)
@@ -128,7 +135,9 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
             return Plan(
                 False, failed=True, msg=f"{path} exists and is a {state.type}, not a directory"
             )
-        first = _make_directories(path, args) if state.type == "absent" else []
+        # Each folder made on the way is new too: the same mode comes out for all of them.
+        mode = wanted_mode(args.mode, "", directory=True)
+        first = _make_directories(path, mode, args) if state.type == "absent" else []
         return self._with_attributes(first, path, state, args, "directory")
 
     def _file(self, args: FileArgs, path: str, state: PathState) -> Plan:
@@ -158,10 +167,11 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
         return self._change("\n".join(lines), before, f"link -> {src}", path)
 
 
-def _make_directories(path: str, args: FileArgs) -> list[str]:
+def _make_directories(path: str, mode: str | None, args: FileArgs) -> list[str]:
     """`mkdir -p`, except that, as in Ansible, each folder it creates on the way gets the
-    task's mode, owner and group too (not only the last one)."""
-    fixes = [f"chmod {q(args.mode)}" if args.mode else ""]
+    task's mode (`mode`, resolved for a new folder), owner and group too (not only the
+    last one)."""
+    fixes = [f"chmod {q(mode)}" if mode else ""]
     owner = f"{args.owner or ''}:{args.group}" if args.group else (args.owner or "")
     fixes.append(f"chown {q(owner)}" if owner else "")
     fixes = [fix for fix in fixes if fix]

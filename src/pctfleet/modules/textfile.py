@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pctfleet.modules.args import Args, arg, flag, text
-from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World, mode_string
+from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World
 from pctfleet.modules.file import PathState, attribute_fixes
+from pctfleet.modules.modes import Mode, file_mode, stat_text, wanted_mode
 from pctfleet.sh import snippet
 
 # A larger file is refused: its bytes travel in the shared probe, on every run.
@@ -30,7 +31,7 @@ class EditArgs(Args):
     """The file an edit module changes, and the file attributes Ansible's edit modules take."""
 
     path: str = arg(required=True, aliases=("dest", "destfile", "name"), convert=text)
-    mode: str | None = arg(None, convert=mode_string)
+    mode: Mode | None = arg(None, convert=file_mode)
     owner: str | None = arg(None, convert=text)
     group: str | None = arg(None, convert=text)
     backup: bool = arg(False, convert=flag)
@@ -105,7 +106,7 @@ class FileText(FactReader[TextFile]):
     def converged(self, args: Any, world: World) -> dict[str, str]:
         path = self.path_of(args)
         data = world.files[path] = self.edit(args, world.files.get(path, b""))
-        mode = (getattr(args, "mode", None) or "644").lstrip("0")
+        mode = stat_text(wanted_mode(getattr(args, "mode", None), "") or "0644")
         owner = getattr(args, "owner", None) or "root"
         group = getattr(args, "group", None) or "root"
         return {"type": "file", "mode": mode, "owner": owner, "group": group} | {
@@ -168,15 +169,17 @@ def write(
     exists = state.type == "file"
     changed = new is not None and (not exists or new != before)
     attrs = state.attributes if exists else PathState("file")
+    # A symbolic mode applies to the file's mode, or to a new file's (the probe read it).
+    wanted = wanted_mode(args.mode, state.mode if exists else "")
     pushes, script, result = [], None, {result_key: ""} if result_key == "backup" else {}
     if changed:
         if args.backup and exists:
             result[result_key] = backup_name(target)
             pushes.append(Push(result[result_key], before, state.mode, _owner(state, None)))
-        mode = args.mode or state.mode or "0644"
+        mode = wanted or state.mode or "0644"
         pushes.append(Push(target, new, mode, _owner(state, args)))
         attrs = PathState("file", "", mode, args.owner or state.owner, args.group or state.group)
-    fixes, _ = attribute_fixes(target, attrs, args.mode, args.owner, args.group)
+    fixes, _ = attribute_fixes(target, attrs, wanted, args.owner, args.group)
     if fixes:
         script = "set -e\n" + "\n".join(fixes) + "\n"
         msg = f"{msg} and {ATTRS_CHANGED}" if changed else ATTRS_CHANGED
