@@ -35,6 +35,11 @@ NAMES = [
     "kernel",
     "pkg_mgr",
     "service_mgr",
+    "user_id",
+    "user_uid",
+    "user_gid",
+    "user_dir",
+    "user_shell",
 ]
 BOOK = f"""\
 - hosts: all
@@ -49,6 +54,10 @@ BOOK = f"""\
           {{% endfor %}}top={{{{ ansible_distribution }}}}
           py={{{{ ansible_python.version.major }}}}
           host={{{{ inventory_hostname }}}}
+          home={{{{ ansible_env.HOME }}}}
+          path={{{{ ansible_facts.env.PATH }}}}
+          tz={{{{ ansible_date_time.tz }}}}
+          tz_offset={{{{ ansible_date_time.tz_offset }}}}
 """
 # What the container says itself, in the facts' own terms.
 TRUTH = (
@@ -118,6 +127,8 @@ def test_facts_written_are_the_container_s_own(info, written):
         assert seen["py"] == "3" and seen["memtotal_mb"] == str(int(mem_kb) // 1024)
         assert seen["pkg_mgr"] == "apt", seen
         assert int(nproc) >= 1
+        said = in_ct(info, key, "date +'%Z %z'; id -un; echo \"$HOME\"").splitlines()[-3:]
+        assert [f"{seen['tz']} {seen['tz_offset']}", seen["user_id"], seen["home"]] == said
 
 
 def test_a_converged_rerun_costs_one_call(written):
@@ -156,5 +167,10 @@ def test_facts_match_ansible_s_setup_module(lab, info, written, tmp_path):
     theirs = json.loads(done.stdout.split("=>", 1)[1])["ansible_facts"]
     ours = written[2]["node1/200"]
     mismatched = {n: (ours[n], str(theirs.get(f"ansible_{n}"))) for n in NAMES}
+    env, clock = theirs["ansible_env"], theirs["ansible_date_time"]
+    for name, value in (("home", env["HOME"]), ("path", env["PATH"])):
+        mismatched[name] = (ours[name], value)
+    for name in ("tz", "tz_offset"):
+        mismatched[name] = (ours[name], clock[name])
     mismatched = {n: pair for n, pair in mismatched.items() if pair[0] != pair[1]}
     assert not mismatched, mismatched

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import getpass
 import json
 import os
 import platform
+import pwd
+import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -207,6 +212,130 @@ def test_processor_and_service_manager_rules():
     assert top["ansible_facts"] is facts and top["ansible_processor_count"] == 4
 
 
+def _env0(*entries: str) -> str:
+    return base64.b64encode("".join(f"{e}\0" for e in entries).encode()).decode()
+
+
+def test_environment_readings():
+    # NUL-separated: a value keeps its newlines and `=`; PATH is the one the probe was
+    # given, without the directories the probe script puts before it.
+    path = gathered.PROBE_PATH_HEAD + "/opt/bin:/usr/bin"
+    env0 = _env0("HOME=/home/ann", f"PATH={path}", "ODD={{ x }}\nb=c", "EMPTY=")
+    facts = gathered.parse(_readings(env0=env0))
+    want = {"HOME": "/home/ann", "PATH": "/opt/bin:/usr/bin", "ODD": "{{ x }}\nb=c", "EMPTY": ""}
+    assert list(facts["env"].items()) == list(want.items())
+    assert gathered.variables(facts)["ansible_env"] is facts["env"]
+    # `env`'s lines where there is no `env -0`: a line without NAME= goes on the value before
+    facts = gathered.parse(_readings(env="HOME=/root\nODD=a\n b\nPATH=/bin"))
+    assert facts["env"] == {"HOME": "/root", "ODD": "a\n b", "PATH": "/bin"}
+    # nothing read (a simulated container): no ansible_env rather than a made-up one
+    assert "env" not in gathered.parse("") and "date_time" not in gathered.parse("")
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        (  # no login name in the environment: the real uid's entry
+            {"user": "", "ids": "0,0,0", "passwd": "root:x:0:0:root:/root:/bin/bash"},
+            ("root", 0, 0, "root", "/root", "/bin/bash", 0, 0, 0, 0),
+        ),
+        (  # $USER's name and its entry, whatever the uid; effective_group_id is the real gid
+            {"user": "ann", "ids": "0,1000,5",
+             "passwd": "ann:x:1000:100:Ann B,,,:/home/ann:/bin/sh"},
+            ("ann", 1000, 100, "Ann B,,,", "/home/ann", "/bin/sh", 0, 1000, 5, 5),
+        ),
+    ],
+)  # fmt: skip
+def test_user_readings_as_ansible_derives_them(raw, want):
+    facts = gathered.parse(_readings(**raw))
+    names = "user_id user_uid user_gid user_gecos user_dir user_shell real_user_id"
+    names += " effective_user_id real_group_id effective_group_id"
+    assert tuple(facts[n] for n in names.split()) == want
+    assert gathered.variables(facts)["ansible_user_dir"] == want[4]
+
+
+# One `date` reading: %s,%N,%Y,%m,%d,%H,%M,%S,%A,%w,%W,%z,%Z.
+SYDNEY = "1796373146,730616123,2026,12,04,19,32,26,Friday,5,48,+1100,AEDT"
+
+
+def test_clock_reading_as_ansible_derives_it():
+    raw = {"date": SYDNEY, "zone_jan": "+1100,AEDT", "zone_jul": "+1000,AEST"}
+    facts = gathered.parse(_readings(**raw))
+    assert list(facts["date_time"].items()) == [
+        ("year", "2026"), ("month", "12"), ("weekday", "Friday"), ("weekday_number", "5"),
+        ("weeknumber", "48"), ("day", "04"), ("hour", "19"), ("minute", "32"),
+        ("second", "26"), ("epoch", "1796373146"), ("epoch_int", "1796373146"),
+        ("date", "2026-12-04"), ("time", "19:32:26"),
+        ("iso8601_micro", "2026-12-04T08:32:26.730616Z"), ("iso8601", "2026-12-04T08:32:26Z"),
+        ("iso8601_basic", "20261204T193226730616"), ("iso8601_basic_short", "20261204T193226"),
+        ("tz", "AEDT"), ("tz_dst", "AEDT"), ("tz_offset", "+1100"),
+    ]  # fmt: skip
+    assert gathered.variables(facts)["ansible_date_time"] is facts["date_time"]
+
+
+@pytest.mark.parametrize(
+    ("jan", "jul", "dst"),
+    [
+        ("-0500,EST", "-0400,EDT", "EDT"),
+        ("+1100,AEDT", "+1000,AEST", "AEDT"),  # south: January is the summer
+        ("+0000,GMT", "+0100,IST", "IST"),  # Dublin: CPython's pick, not glibc's tzname
+        ("+0900,JST", "+0900,JST", "JST"),
+        ("", "", "AEDT"),  # no `date -d`: the zone's name now
+    ],
+)
+def test_the_zone_s_daylight_name_as_cpython_makes_time_tzname(jan, jul, dst):
+    facts = gathered.parse(_readings(date=SYDNEY, zone_jan=jan, zone_jul=jul))
+    assert facts["date_time"]["tz_dst"] == dst
+
+
+def test_a_clock_without_nanoseconds_has_no_fraction():
+    facts = gathered.parse(_readings(date=SYDNEY.replace("730616123", "%N")))
+    assert facts["date_time"]["iso8601_micro"] == "2026-12-04T08:32:26.000000Z"
+    assert facts["date_time"]["iso8601_basic"] == "20261204T193226000000"
+    assert "date_time" not in gathered.parse(_readings(date="not a clock"))
+
+
+ENV_BOOK = """\
+- hosts: all
+  tasks:
+    - name: record what the facts say
+      copy:
+        dest: "{out}/env.json"
+        content: "{{{{ {{'odd': ansible_env.PF_ODD, 'home': ansible_facts.env.HOME,
+          'path': ansible_env.PATH, 'env': ansible_env, 'user': ansible_user_id,
+          'uid': ansible_user_uid, 'gid': ansible_facts.user_gid, 'dir': ansible_user_dir,
+          'shell': ansible_user_shell, 'euid': ansible_effective_user_id,
+          'dt': ansible_date_time, 'epoch': ansible_facts.date_time.epoch}} | to_json }}}}"
+"""
+
+
+def test_env_user_and_clock_facts_are_this_machine_s(tmp_path, monkeypatch):
+    odd = "{{ 1 + 1 }}\nsecond=line"  # data: never rendered
+    monkeypatch.setenv("PF_ODD", odd)
+    started = time.time()
+    (run,) = run_book(tmp_path, ENV_BOOK.format(out=tmp_path), inventory=NATIVE_INVENTORY)
+    assert run.status == "changed", run.message
+    seen = json.loads((tmp_path / "env.json").read_text())
+    assert (seen["odd"], seen["home"], seen["path"]) == (
+        odd,
+        os.environ["HOME"],
+        os.environ["PATH"],
+    )
+    assert seen["env"] == _inherited()
+    entry = pwd.getpwnam(getpass.getuser())
+    assert (seen["user"], seen["uid"], seen["gid"]) == (entry.pw_name, entry.pw_uid, entry.pw_gid)
+    assert (seen["dir"], seen["shell"], seen["euid"]) == (
+        entry.pw_dir,
+        entry.pw_shell,
+        os.geteuid(),
+    )
+    # read while the run ran, to the microsecond (the same clock)
+    fraction = int(seen["dt"]["iso8601_micro"][20:26])
+    assert started <= int(seen["epoch"]) + fraction / 1e6 <= time.time()
+    assert seen["dt"]["tz_offset"] == time.strftime("%z")
+    assert seen["dt"]["date"] == time.strftime("%Y-%m-%d", time.localtime(int(seen["epoch"])))
+
+
 GUESSED = """\
 - hosts: all
   tasks:
@@ -238,29 +367,42 @@ def test_a_probe_that_does_not_depend_on_the_facts_is_read_with_them(
 ANSIBLE = Path("/var/cache/pctfleet/bench-ansible-venv/bin/ansible")
 
 
+def _inherited() -> dict[str, str]:
+    """The environment a child process gets: os.environ misses what C code set."""
+    listed = subprocess.run(["env", "-0"], capture_output=True, check=True).stdout.decode()
+    return dict(entry.split("=", 1) for entry in listed.split("\0") if entry)
+
+
 @pytest.mark.skipif(
     not (ANSIBLE.parent.parent / ".pctfleet-bench").exists(),
     reason="no whole Ansible venv (bench/ansible_env.py)",
 )
 def test_this_machine_s_facts_are_ansible_s(tmp_path):
     """ansible-core's setup module on this machine says what we say (free memory moves)."""
-    import subprocess
-
     from pctfleet.facts import script
 
     argv = [str(ANSIBLE), "localhost", "-c", "local", "-m", "setup", "-o"]
     argv += ["-e", "ansible_python_interpreter=/usr/bin/python3"]
-    env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path), "HOME": str(tmp_path)}
+    env = {**_inherited(), "ANSIBLE_LOCAL_TEMP": str(tmp_path), "HOME": str(tmp_path)}
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
     theirs = json.loads(done.stdout.split("=>", 1)[1])["ansible_facts"]
     reading = script.run_probe(LocalTarget(), {"g": gathered.snippet()})["g"].output
     ours = gathered.parse(reading)
+    moving = ("memfree_mb", "date_time", "env")  # free memory and the clock move; HOME is set
     differ = {
         k: (v, theirs.get(f"ansible_{k}"))
         for k, v in ours.items()
-        if k != "memfree_mb" and v != theirs.get(f"ansible_{k}")
+        if k not in moving and v != theirs.get(f"ansible_{k}")
     }
     assert not differ
+    theirs_env = {k: v for k, v in theirs["ansible_env"].items() if k != "ANSIBLE_LOCAL_TEMP"}
+    assert theirs_env.pop("HOME") == str(tmp_path)
+    assert {k: v for k, v in ours["env"].items() if k != "HOME"} == theirs_env
+    clock, their_clock = ours["date_time"], theirs["ansible_date_time"]
+    assert sorted(clock) == sorted(their_clock)
+    zone = ("tz", "tz_dst", "tz_offset")
+    assert [clock[k] for k in zone] == [their_clock[k] for k in zone]
+    assert 0 <= int(clock["epoch"]) - int(their_clock["epoch"]) < 60
 
 
 def _walked(hosts: int, monkeypatch) -> int:

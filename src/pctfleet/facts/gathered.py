@@ -7,24 +7,30 @@ playbook reads `ansible_facts.distribution` or `ansible_distribution` alike.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import jinja2
 
 from pctfleet.facts.kv import decode_fields
+from pctfleet.facts.script import build_script
 from pctfleet.playbook.templating import names_reached
 from pctfleet.sh import snippet as sh_snippet
 
 KEY = "gather_facts"  # the probe key the readings come back under
 
 FACT_NAMES = (
-    "architecture", "distribution", "distribution_major_version", "distribution_release",
-    "distribution_version", "hostname", "kernel", "kernel_version", "machine",
+    "architecture", "date_time", "distribution", "distribution_major_version",
+    "distribution_release", "distribution_version", "effective_group_id",
+    "effective_user_id", "env", "hostname", "kernel", "kernel_version", "machine",
     "memfree_mb", "memtotal_mb", "nodename", "os_family", "pkg_mgr", "processor_cores",
     "processor_count", "processor_nproc", "processor_threads_per_core", "processor_vcpus",
-    "python", "python_version", "service_mgr", "system",
+    "python", "python_version", "real_group_id", "real_user_id", "service_mgr", "system",
+    "user_dir", "user_gecos", "user_gid", "user_id", "user_shell", "user_uid",
 )  # fmt: skip
 # Every name gathering defines at the top level: what preflight must wait for.
 NAMES = frozenset({"ansible_facts", *(f"ansible_{name}" for name in FACT_NAMES)})
@@ -61,6 +67,12 @@ _PKG_MGRS = {
     "Alpine": ("apk",),
 }
 _ALL_PKG_MGRS = ("apt-get", "dnf", "yum", "zypper", "pacman", "apk")
+# The probe script puts the usual directories before the PATH it was given
+# (facts/script.py); `ansible_env.PATH` is the one given, as the tasks' commands get it.
+_PROBE_PATH = re.match(r"PATH=(.*:)\$PATH\n", build_script({}))
+if _PROBE_PATH is None:  # pragma: no cover - the probe script changed its first line
+    raise RuntimeError("facts/script.py's probe no longer starts with PATH=...:$PATH")
+PROBE_PATH_HEAD = _PROBE_PATH.group(1)
 
 
 def snippet(variables: dict | None = None) -> str:
@@ -78,6 +90,12 @@ def parse(output: str) -> dict[str, Any]:
     facts.update(_python(raw.get("python", "")))
     facts["pkg_mgr"] = _pkg_mgr(facts["os_family"], raw)
     facts["service_mgr"] = _service_mgr(raw)
+    if "env0" in raw or "env" in raw:
+        facts["env"] = _env(raw)
+    facts.update(_user(raw))
+    date_time = _date_time(raw)
+    if date_time:
+        facts["date_time"] = date_time
     return facts
 
 
@@ -207,6 +225,114 @@ def _service_mgr(raw: dict[str, str]) -> str:
         if raw.get(flag):
             return name
     return "service"
+
+
+def _env(raw: dict[str, str]) -> dict[str, str]:
+    """The environment the snippet ran with, in its order (os.environ's, as ansible-core's
+    env collector reads it), PATH as it was before the probe script put its own first."""
+    env: dict[str, str] = {}
+    if "env0" in raw:
+        try:
+            entries = base64.b64decode(raw["env0"], validate=True).split(b"\0")
+        except (binascii.Error, ValueError):
+            entries = []
+        for entry in entries:
+            key, sep, value = entry.decode("utf-8", "replace").partition("=")
+            if sep and key:
+                env[key] = value
+    else:  # `env`'s lines: a line that is no NAME=value continues the value before it
+        key = None
+        for line in raw["env"].split("\n"):
+            name, sep, value = line.partition("=")
+            if sep and name:
+                key, env[name] = name, value
+            elif key is not None:
+                env[key] += "\n" + line
+    path = env.get("PATH")
+    if path is not None and path.startswith(PROBE_PATH_HEAD):
+        env["PATH"] = path[len(PROBE_PATH_HEAD) :]
+    return env
+
+
+def _user(raw: dict[str, str]) -> dict[str, Any]:
+    """ansible-core's user collector: the name getpass.getuser() gives, that name's passwd
+    entry (else the real uid's), the real and effective ids (its effective_group_id is
+    the real gid, as there)."""
+    ids = [_int(word) for word in raw.get("ids", "").split(",")]
+    if len(ids) != 3:
+        return {}
+    real_uid, euid, real_gid = ids
+    fields = raw.get("passwd", "").strip().split(":")
+    found: dict[str, Any] = {"user_id": raw.get("user") or (fields[0] if len(fields) == 7 else "")}
+    if len(fields) == 7:
+        found |= {
+            "user_uid": _int(fields[2]),
+            "user_gid": _int(fields[3]),
+            "user_gecos": fields[4],
+            "user_dir": fields[5],
+            "user_shell": fields[6],
+        }
+    return found | {
+        "real_user_id": real_uid,
+        "effective_user_id": euid,
+        "real_group_id": real_gid,
+        "effective_group_id": real_gid,
+    }
+
+
+def _date_time(raw: dict[str, str]) -> dict[str, str]:
+    """ansible-core's date_time collector, from one reading of the container's clock:
+    local fields as its `date` printed them, the UTC ones from the same epoch second."""
+    # `date +%s,%N,%Y,%m,%d,%H,%M,%S,%A,%w,%W,%z,%Z`: the weekday's name is what is left
+    # between the first eight fields and the last four.
+    fields = raw.get("date", "").split(",")
+    if len(fields) < 13 or not fields[0].isdigit():
+        return {}
+    epoch, nanos, y, m, d, hh, mm, ss = fields[:8]
+    weekday_number, weeknumber, offset, zone = fields[-4:]
+    micro = nanos.ljust(9, "0")[:6] if nanos.isdigit() else "000000"  # %N is GNU's
+    utc = datetime.fromtimestamp(int(epoch), UTC)
+    return {
+        "year": y,
+        "month": m,
+        "weekday": ",".join(fields[8:-4]),
+        "weekday_number": weekday_number,
+        "weeknumber": weeknumber,
+        "day": d,
+        "hour": hh,
+        "minute": mm,
+        "second": ss,
+        "epoch": epoch,
+        "epoch_int": str(int(epoch)),
+        "date": f"{y}-{m}-{d}",
+        "time": f"{hh}:{mm}:{ss}",
+        "iso8601_micro": utc.strftime("%Y-%m-%dT%H:%M:%S.") + micro + "Z",
+        "iso8601": utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "iso8601_basic": f"{y}{m}{d}T{hh}{mm}{ss}{micro}",
+        "iso8601_basic_short": f"{y}{m}{d}T{hh}{mm}{ss}",
+        "tz": zone,
+        "tz_dst": _dst_name(raw, zone),
+        "tz_offset": offset,
+    }
+
+
+def _dst_name(raw: dict[str, str], now: str) -> str:
+    """time.tzname[1] as CPython makes it on glibc: of the zone at the year's start and
+    half a year on, the name of the one further east (July's when they are even). Where
+    `date -d` could not say, the zone's name now."""
+    jan, jul = raw.get("zone_jan", "").split(",", 1), raw.get("zone_jul", "").split(",", 1)
+    if len(jan) != 2 or len(jul) != 2:
+        return now
+    return jan[1] if _offset(jan[0]) > _offset(jul[0]) else jul[1]
+
+
+def _offset(text: str) -> int:
+    """Minutes east of UTC from %z's [+-]HHMM."""
+    found = re.fullmatch(r"([+-])(\d\d)(\d\d)", text)
+    if not found:
+        return 0
+    minutes = int(found.group(2)) * 60 + int(found.group(3))
+    return -minutes if found.group(1) == "-" else minutes
 
 
 def _int(text: str | None) -> int:
