@@ -120,3 +120,21 @@ def pctfleet_local(book: Path, journal: Path, *more: str) -> list[dict]:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (run,) = json.loads(done.stdout)["containers"]
     return run["tasks"]
+
+
+def local_side_by_side(kind: str, inputs: list, tmp_path: Path, files, *more: str):  # noqa: ANN001
+    """book.yml run in tmp_path/ansible by ansible-playbook (cached under `kind` and
+    `inputs`) and in tmp_path/pctfleet by pctfleet: for each, {"tasks": [[name,
+    status, msg], ...], "files": files(folder)}, pctfleet's first."""
+    theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
+
+    def ansible() -> dict:
+        tasks = ansible_local(theirs_dir / "book.yml", theirs_dir, *more)
+        hosts = [(t["task"]["name"], t["hosts"]["localhost"]) for t in tasks]
+        rows = [[name, ansible_status(h), str(h.get("msg", ""))] for name, h in hosts]
+        return {"tasks": rows, "files": files(theirs_dir)}
+
+    theirs = cached(kind, inputs, ansible)
+    tasks = pctfleet_local(ours_dir / "book.yml", tmp_path / "runs", *more)
+    ours = {"tasks": [[t["name"], t["status"], t["msg"]] for t in tasks], "files": files(ours_dir)}
+    return ours, theirs

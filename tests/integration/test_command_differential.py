@@ -78,21 +78,11 @@ def _files(root: Path) -> list[str]:
 
 
 def test_command_words_guards_and_stdin_as_in_ansible(tmp_path):
-    theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
-    for folder in (theirs_dir, ours_dir):
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
         _tree(folder)
 
-    def ansible() -> dict:
-        tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir)
-        hosts = [(t["task"]["name"], t["hosts"]["localhost"]) for t in tasks]
-        shown = [[name, differ.ansible_status(h), str(h.get("msg", ""))] for name, h in hosts]
-        return {"tasks": shown, "files": _files(theirs_dir)}
-
-    theirs = differ.cached("command", [CALL, BOOK], ansible)
-    tasks = differ.pctfleet_local(ours_dir / "book.yml", tmp_path / "runs")
-    ours = [[t["name"], t["status"], t["msg"]] for t in tasks]
-    for row in (*ours, *theirs["tasks"]):
+    ours, theirs = differ.local_side_by_side("command", [CALL, BOOK], tmp_path, _files)
+    for row in (*ours["tasks"], *theirs["tasks"]):
         if row[0] != "what they register" and not row[0].startswith("the "):
             row[2] = ""  # only the debug lines' text is compared
-    assert ours == theirs["tasks"]
-    assert _files(ours_dir) == theirs["files"]
+    assert ours == theirs

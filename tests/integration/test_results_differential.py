@@ -92,23 +92,13 @@ def _files(root: Path) -> dict[str, str]:
 
 
 def test_registered_results_and_handler_chains_as_in_ansible(tmp_path):
-    theirs_dir, ours_dir = tmp_path / "ansible", tmp_path / "pctfleet"
-    for folder in (theirs_dir, ours_dir):
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
         _tree(folder)
 
-    def ansible() -> dict:
-        tasks = differ.ansible_local(theirs_dir / "book.yml", theirs_dir)
-        hosts = [(t["task"]["name"], t["hosts"]["localhost"]) for t in tasks]
-        shown = [[name, differ.ansible_status(h), str(h.get("msg", ""))] for name, h in hosts]
-        return {"tasks": shown, "files": _files(theirs_dir)}
-
-    theirs = differ.cached("results", [CALL, BOOK], ansible)
-    tasks = differ.pctfleet_local(ours_dir / "book.yml", tmp_path / "runs")
-    ours = [[t["name"], t["status"], t["msg"]] for t in tasks]
+    ours, theirs = differ.local_side_by_side("results", [CALL, BOOK], tmp_path, _files)
     expected = theirs["tasks"]
     # Skip and failure messages are worded differently; statuses and the rest agree.
-    for row in (*ours, *expected):
+    for row in (*ours["tasks"], *expected):
         if row[1] in ("skipped", "failed"):
             row[2] = ""
-    assert ours == expected
-    assert _files(ours_dir) == theirs["files"]
+    assert ours == theirs

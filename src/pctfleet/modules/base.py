@@ -36,6 +36,10 @@ class Push:
     content: bytes
     mode: str = "0644"
     owner: str = ""
+    # sh code that checks the new file (at "$tmp") before it replaces dest ('' = none):
+    # `validate`, see modules/validate.py; `validated_as` picks ansible-core's words.
+    validate: str = ""
+    validated_as: str = "copy"
 
 
 @dataclass

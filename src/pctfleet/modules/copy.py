@@ -19,6 +19,7 @@ from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World
 from pctfleet.modules.file import PathState, attribute_fixes, path_state, stat_probe
 from pctfleet.modules.modes import Mode, file_mode, stat_text, wanted_mode
 from pctfleet.modules.textfile import TEXT_LIMIT, backup_name
+from pctfleet.modules.validate import validate_code
 from pctfleet.playbook.rendermemo import pure_names
 from pctfleet.playbook.templatevars import UNSTABLE, template_vars
 from pctfleet.playbook.templating import HEADER, render, render_template_file, template_env
@@ -50,6 +51,7 @@ class ContentArgs(Args):
     force: bool = arg(True, convert=flag)
     backup: bool = arg(False, convert=flag)
     src: str | None = arg(None, convert=text)
+    validate: str | None = arg(None, convert=validate_code)
     # Not an argument: what `dest` must hold, read (or rendered) once when the task is prepared.
     data: bytes = dataclasses.field(default=b"", repr=False)
 
@@ -297,12 +299,14 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
         wanted = wanted_mode(args.mode, current)
         if state.sha256 != hashlib.sha256(data).hexdigest():
             mode = wanted or current or "0644"
-            pushes, result = [Push(dest, data, mode, args.push_owner)], {}
+            pushes = [Push(dest, data, mode, args.push_owner, args.validate or "")]
+            result = {}
             if args.backup and state.path.type == "file":
                 if state.content is None:
                     return Plan(False, failed=True, msg=f"{dest}: too large to back up")
                 result["backup_file"] = backup_name(dest)
                 old_mode = state.path.mode or "0644"
+                # First, as ansible-core makes it: there even when validate refuses the file.
                 pushes.insert(0, Push(result["backup_file"], state.content, old_mode, ""))
             return Plan(True, pushes=pushes, diff=_diff(dest, state, data), result=result)
         fixes, attr_diff = attribute_fixes(dest, state.path, wanted, args.owner, args.group)

@@ -19,6 +19,7 @@ from pctfleet.modules.args import Args, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World
 from pctfleet.modules.file import PathState, attribute_fixes
 from pctfleet.modules.modes import Mode, file_mode, stat_text, wanted_mode
+from pctfleet.modules.validate import validate_code
 from pctfleet.sh import snippet
 
 # A larger file is refused: its bytes travel in the shared probe, on every run.
@@ -34,6 +35,7 @@ class EditArgs(Args):
     mode: Mode | None = arg(None, convert=file_mode)
     owner: str | None = arg(None, convert=text)
     group: str | None = arg(None, convert=text)
+    validate: str | None = arg(None, convert=validate_code)
     backup: bool = arg(False, convert=flag)
 
     def check_path(self, where: str) -> None:
@@ -173,11 +175,12 @@ def write(
     wanted = wanted_mode(args.mode, state.mode if exists else "")
     pushes, script, result = [], None, {result_key: ""} if result_key == "backup" else {}
     if changed:
-        if args.backup and exists:
+        if args.backup and exists:  # first, as ansible-core makes it: even if validate refuses
             result[result_key] = backup_name(target)
             pushes.append(Push(result[result_key], before, state.mode, _owner(state, None)))
         mode = wanted or state.mode or "0644"
-        pushes.append(Push(target, new, mode, _owner(state, args)))
+        check = args.validate or ""
+        pushes.append(Push(target, new, mode, _owner(state, args), check, validated_as="edit"))
         attrs = PathState("file", "", mode, args.owner or state.owner, args.group or state.group)
     fixes, _ = attribute_fixes(target, attrs, wanted, args.owner, args.group)
     if fixes:

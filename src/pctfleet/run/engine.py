@@ -20,6 +20,7 @@ from pctfleet.facts import gathered
 from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.base import Fact, Plan, q
+from pctfleet.modules.validate import failed_validation
 from pctfleet.playbook.loader import Block, expand_include, select_tasks, should_run
 from pctfleet.playbook.lookups import warnings_kept
 from pctfleet.playbook.loops import loop_items, loop_vars
@@ -42,7 +43,7 @@ from pctfleet.run.playflow import Outcome, PlayEnded, PlayFlow
 from pctfleet.run.results import ContainerRun, TaskResult
 from pctfleet.run.taskargs import calls_lookup, task_args
 from pctfleet.transport.base import CommandTimeout, Target, TransferError, TransportError
-from pctfleet.transport.files import push
+from pctfleet.transport.files import ValidationFailed, push
 
 HIDDEN = "output hidden (no_log: true)"
 
@@ -780,6 +781,10 @@ class ContainerEngine:
         local = delegated(task)  # a change on this machine leaves the container's facts
         try:
             rc, out, err = self._execute(task, plan, scope)
+        except ValidationFailed as exc:  # the file stays as it was: nothing changed
+            kind = next((p.validated_as for p in plan.pushes if p.validate), "copy")
+            refused = failed_validation(kind, exc.rc, exc.stdout, exc.stderr)
+            return "failed", {**registered, **refused}
         except TransferError as exc:
             self.facts = self.facts if local else None
             return "failed", {**registered, "failed": True, "msg": exc.message}
@@ -804,6 +809,7 @@ class ContainerEngine:
                 mode=item.mode,
                 owner=item.owner,
                 timeout=timeout,
+                validate=item.validate,
             )
         if plan.script is None:
             return 0, "", ""

@@ -19,6 +19,17 @@ from pctfleet.transport.base import RunResult, Target, TransferError
 
 CHUNK = 1024 * 1024
 _CHECK_FAILED = 97
+_NOT_VALID = 98
+_VALIDATE_MARK = "\n\x1epctfleet-validate "
+
+
+class ValidationFailed(TransferError):
+    """The file's `validate` command refused it: the old file is left as it was."""
+
+    def __init__(self, where: str, dest: str, rc: int, stdout: str, stderr: str) -> None:
+        super().__init__(where, f"validation of {dest} failed (exit {rc})")
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+
 
 _PUSH = source("push").body
 
@@ -41,28 +52,42 @@ def push(
     mode: str = "0644",
     owner: str = "",
     timeout: float | None = None,
+    validate: str = "",
 ) -> RunResult:
-    """Write `source` (a local file or bytes) to `dest` in the target, atomically."""
+    """Write `source` (a local file or bytes) to `dest` in the target, atomically;
+    `validate` (sh code reading the new file at "$tmp") must pass first."""
     if not dest.startswith("/"):
         raise TransferError(target.name, f"destination must be an absolute path: {dest!r}")
     if isinstance(source, bytes):
         digest, size = hashlib.sha256(source).hexdigest(), len(source)
-        return _push_stream(target, source, dest, mode, owner, size, digest, timeout)
+        return _push_stream(target, source, dest, mode, owner, size, digest, timeout, validate)
     with open(source, "rb") as handle:
         digest, size = sha256_of(handle)
         handle.seek(0)
-        return _push_stream(target, handle, dest, mode, owner, size, digest, timeout)
+        return _push_stream(target, handle, dest, mode, owner, size, digest, timeout, validate)
 
 
-def _push_stream(target, stdin, dest, mode, owner, size, digest, timeout) -> RunResult:  # noqa: ANN001
+def _push_stream(target, stdin, dest, mode, owner, size, digest, timeout, validate="") -> RunResult:  # noqa: ANN001, E501
     argv = ["/bin/sh", "-c", _PUSH, "pctfleet-push", dest, mode, owner, str(size), digest]
+    argv += [validate] if validate else []
     result = target.run(argv, stdin=stdin, timeout=timeout)
+    if result.exit_code == _NOT_VALID and _VALIDATE_MARK in result.stderr.decode(errors="replace"):
+        raise _refused(target, dest, result)
     if not result.ok:
         detail = (
             result.stderr.decode("utf-8", errors="replace").strip() or f"exit {result.exit_code}"
         )
         raise TransferError(target.name, f"push to {dest} failed: {detail}")
     return result
+
+
+def _refused(target: Target, dest: str, result: RunResult) -> ValidationFailed:
+    """The validator's own output, and its exit status from the mark push.sh wrote."""
+    text = result.stderr.decode("utf-8", errors="replace")
+    err, _, status = text.rpartition(_VALIDATE_MARK)
+    out = result.stdout.decode("utf-8", errors="replace")
+    rc = int(status.strip() or 1)
+    return ValidationFailed(target.name, dest, rc, out, err)  # as ansible-core keeps them
 
 
 def pull(target: Target, src: str, dest: Path, *, timeout: float | None = None) -> Path:
