@@ -2,7 +2,8 @@
 ansible-playbook (`-c local`) and pctfleet (`--local`): a task (or loop item) its
 `when` skipped (`skipped`, `false_condition`: the first that failed), `until` out of
 attempts (`failed`, ansible-core's `attempts`), `retries` without `until` (again until
-it does not fail), task names rendered as the task starts, and handlers that notify
+it does not fail), task names rendered as the task starts, what copy and file register
+(`dest`/`path`, `state`, `checksum`, `size`, `mode`), and handlers that notify
 handlers (one listed after runs in the same flush, one listed before at the next)
 (measured on ansible-core 2.19)."""
 
@@ -62,6 +63,21 @@ BOOK = r"""
     - name: "named before it registers: {{ named.msg }} {{ later.msg | default('none') }}"
       debug: {msg: again}
       register: later
+    - name: a file written
+      copy: {content: "abc\n", dest: "{{ out }}/written", mode: "0640"}
+      register: written
+    - name: written again
+      copy: {content: "abc\n", dest: "{{ out }}/written", mode: "0640"}
+      register: again
+    - name: a folder
+      file: {path: "{{ out }}/folder", state: directory}
+      register: folder
+    - name: what they register
+      debug:
+        msg: "{{ written.dest | basename }} {{ written.checksum }} {{ written.md5sum }}
+          {{ written.size }} {{ written.state }} {{ written.mode }} | {{ again.path | basename }}
+          {{ again.checksum }} {{ again.mode }} {{ again.changed }} | {{ folder.path | basename }}
+          {{ folder.state }}"
     - name: notify a handler that notifies others
       command: "true"
       notify: restart unit
@@ -88,7 +104,7 @@ def _tree(folder: Path) -> None:
 
 
 def _files(root: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted((root / "out").iterdir())}
+    return {p.name: p.read_text() for p in sorted((root / "out").iterdir()) if p.is_file()}
 
 
 def test_registered_results_and_handler_chains_as_in_ansible(tmp_path):

@@ -117,7 +117,7 @@ def test_copy_backup_keeps_the_old_bytes_under_ansible_s_backup_name():
     assert re.fullmatch(r"/etc/app\.conf\.\d+\.\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d~", backup.dest)
     assert (backup.content, backup.mode) == (b"old\n", "0640")
     assert (written.dest, written.content) == ("/etc/app.conf", b"new\n")
-    assert plan.result == {"backup_file": backup.dest}
+    assert plan.result["backup_file"] == backup.dest
 
 
 def test_a_directory_s_mode_reaches_every_folder_it_creates_but_no_existing_one(tmp_path):

@@ -300,7 +300,7 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
         if state.sha256 != hashlib.sha256(data).hexdigest():
             mode = wanted or current or "0644"
             pushes = [Push(dest, data, mode, args.push_owner, args.validate or "")]
-            result = {}
+            result = _written(args, state, mode) | {"md5sum": hashlib.md5(data).hexdigest()}  # noqa: S324
             if args.backup and state.path.type == "file":
                 if state.content is None:
                     return Plan(False, failed=True, msg=f"{dest}: too large to back up")
@@ -310,10 +310,27 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
                 pushes.insert(0, Push(result["backup_file"], state.content, old_mode, ""))
             return Plan(True, pushes=pushes, diff=_diff(dest, state, data), result=result)
         fixes, attr_diff = attribute_fixes(dest, state.path, wanted, args.owner, args.group)
+        result = _written(args, state, wanted or current) | {"path": dest}
         if not fixes:
-            return Plan(False)
+            return Plan(False, result=result)
         diff = {"path": dest, "before": str(attr_diff["before"]), "after": str(attr_diff["after"])}
-        return Plan(True, script="set -e\n" + "\n".join(fixes) + "\n", diff=diff)
+        return Plan(True, script="set -e\n" + "\n".join(fixes) + "\n", diff=diff, result=result)
+
+
+def _written(args: ContentArgs, state: FileContent, mode: str) -> dict[str, Any]:
+    """What ansible-core registers about the file copy or template leaves: its sha1
+    `checksum`, `size`, `mode`, `owner` and `group` where known here (the task's, or
+    what the probe read), never made up."""
+    data = args.data
+    out = {"dest": args.dest, "state": "file", "checksum": hashlib.sha1(data).hexdigest()}  # noqa: S324
+    out |= {"size": len(data), "mode": mode} if mode else {"size": len(data)}
+    for key, given, read in (
+        ("owner", args.owner, state.path.owner),
+        ("group", args.group, state.path.group),
+    ):
+        if given or read:
+            out[key] = given or read
+    return out
 
 
 class Template(Copy, name="template", args=TemplateArgs):

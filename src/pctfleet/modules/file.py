@@ -100,6 +100,13 @@ class FileArgs(Args):
 
 class File(Module, name="file", args=FileArgs, fact=PathStat()):
     def plan(self, args: FileArgs, state: PathState, check: bool) -> Plan:
+        plan = self._plan(args, state)
+        if not plan.failed:  # registered as ansible-core registers them
+            after = "file" if args.state == "touch" else args.state
+            plan.result = {"path": args.path, "state": after, **plan.result}
+        return plan
+
+    def _plan(self, args: FileArgs, state: PathState) -> Plan:
         path, current = args.path, state.type
         if args.state == "absent":
             if current == "absent":
