@@ -49,7 +49,7 @@ BOOK = r"""
     - name: words expanded
       command: >-
         printf '[%s]' $PF_SET ${PF_SET}x $PF_EMPTY $PF_NOT_SET ${PF_NOT_SET} $1 x$PF_TRICKY
-        "${not a name}" ~ ~/sub ~nobody
+        "${not a name}" ~ ~/sub ~nobody ${IFS}x $PS1
       register: expanded
     - name: not expanded when told
       command:

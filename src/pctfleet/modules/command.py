@@ -88,9 +88,9 @@ def _run(args: CommandArgs, line: str) -> Plan:
     stdin = (args.stdin or "") + ("\n" if args.stdin and args.stdin_add_newline else "")
     # ansible-core in check mode: skipped, unless creates/removes say it would change.
     guarded = bool(args.creates or args.removes)
-    return Plan(
-        True, script=f"{chdir}exec {line}\n", skip_in_check=not guarded, stdin=stdin.encode()
-    )
+    helper = PF_ENV if "$(pf_env " in line else ""
+    script = f"{chdir}{helper}exec {line}\n"
+    return Plan(True, script=script, skip_in_check=not guarded, stdin=stdin.encode())
 
 
 def _checked(plan: Plan) -> dict:
@@ -107,8 +107,9 @@ _USER = re.compile(r"~[A-Za-z0-9._-]*(?=/|$)")
 
 def expanded_word(word: str) -> str:
     """sh code for `word` as ansible-core's command module passes it on: `$NAME` and
-    `${NAME}` of a variable set in the container replaced (left as written when it is
-    not), then a leading `~` or `~user` made that home. Everything else stays quoted."""
+    `${NAME}` of a variable in the container's environment replaced (left as written
+    when it is not; `pf_env`, see PF_ENV), then a leading `~` or `~user` made that home.
+    Everything else stays quoted."""
     code, rest = "", word
     if home := _USER.match(word):
         tilde = home.group()
@@ -119,15 +120,19 @@ def expanded_word(word: str) -> str:
         if not _SH_NAME.fullmatch(name):
             continue
         code += q(rest[position : found.start()]) if found.start() > position else ""
-        code += f'"${{{name}-{_escaped(found.group())}}}"'
+        code += f'"$(pf_env {name} {q(found.group())})"'
         position = found.end()
     tail = rest[position:]
     return code + (q(tail) if tail or not code else "")
 
 
-def _escaped(text: str) -> str:
-    """`text` as the default word of a double-quoted ${NAME-...}."""
-    return re.sub(r'([\\$"`}])', r"\\\1", text)
+# The environment's value of $1 (exported: the shell's own variables, IFS or the
+# script's, are not the environment Python's expandvars reads), its final line breaks
+# kept; else $2, the word as written.
+PF_ENV = (
+    'pf_env() { if printenv "$1" > /dev/null; then v=$(printenv "$1"; echo x); '
+    "printf '%s' \"${v%?x}\"; else printf '%s' \"$2\"; fi; }\n"
+)
 
 
 class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
