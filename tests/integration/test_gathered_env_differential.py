@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -61,6 +62,10 @@ def _ansible(folder: Path, env: dict) -> dict:
     argv = [str(venv / "bin/ansible-playbook"), "-i", "localhost,", "-c", "local"]
     argv += [str(folder / "book.yml"), "-e", f"ansible_python_interpreter={venv / 'bin/python'}"]
     argv += ["-e", "out=ansible"]
+    # Its temp folders here: by default they are the login's (`~nobody` is /nonexistent),
+    # which ansible-playbook would create on this machine.
+    scratch = {"ANSIBLE_REMOTE_TMP": str(folder / ".ansible-remote")}
+    env = env | scratch | {"ANSIBLE_LOCAL_TEMP": str(folder / ".ansible-local")}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads((folder / "ansible.json").read_text())
@@ -105,8 +110,12 @@ def _true_to_its_epoch(found: dict, tz: str) -> None:
 def test_env_user_and_clock_facts_as_the_setup_module_gathers_them(tmp_path, tz, user):
     (tmp_path / "book.yml").write_text(BOOK)
     env = _environment(tmp_path, tz, user)
+    homes = {name: Path(pwd.getpwnam(name).pw_dir) for name in ("nobody", "daemon")}
+    there = {name: home.exists() for name, home in homes.items()}
     theirs = _ansible(tmp_path, env)
     ours = _pctfleet(tmp_path, env)
+    # Neither tool leaves anything outside the test's folder (a login's home, say).
+    assert {name: home.exists() for name, home in homes.items()} == there
 
     for found in (theirs, ours):
         assert found["env"] == found["facts_env"]
