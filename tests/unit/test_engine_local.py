@@ -158,18 +158,22 @@ def test_a_probe_snippet_is_made_once_for_the_same_module_arguments_and_diff_mod
     assert (first.calls, second.calls) == (3, 1)  # other mode, module or object: made anew
 
 
-def test_debug_shows_a_message_that_renders_to_none_not_the_default(tmp_path):
+def _ran(tmp_path, tasks: str, variables: dict | None = None) -> ContainerRun:
+    """`tasks` (YAML under a play's `tasks:`) run on this machine; the container's run."""
     book = tmp_path / "book.yml"
-    book.write_text(
-        "- hosts: all\n  gather_facts: false\n  vars: {nothing: null}\n  tasks:\n"
-        "    - debug: {msg: '{{ nothing }}'}\n"
-        "    - debug: {msg: '{{ none }}'}\n"
-        "    - debug: {}\n"
-    )
+    book.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n" + tasks)
     play = load_playbook(book, known_args()).plays[0]
     run = ContainerRun("local", 100)
-    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
-    ContainerEngine(LocalTarget(), run, {"nothing": None}, options).play(play.tasks, [])
+    options = RunOptions(base_dir=str(tmp_path), lock_wait=30)
+    ContainerEngine(LocalTarget(), run, dict(variables or {}), options).play(play.tasks, [])
+    return run
+
+
+def test_debug_shows_a_message_that_renders_to_none_not_the_default(tmp_path):
+    tasks = (
+        "    - debug: {msg: '{{ nothing }}'}\n    - debug: {msg: '{{ none }}'}\n    - debug: {}\n"
+    )
+    run = _ran(tmp_path, tasks, {"nothing": None})
     assert [t.msg for t in run.tasks] == ["None", "None", "Hello world!"]
 
 
@@ -180,37 +184,27 @@ def test_a_role_included_again_with_other_defaults_sees_those(tmp_path):
     (role / "defaults" / "main.yml").write_text("v: main\nonly_main: kept\n")
     (role / "defaults" / "other.yml").write_text("v: other\n")
     (role / "tasks" / "main.yml").write_text("- debug: {msg: '{{ v }} {{ only_main }}'}\n")
-    book = tmp_path / "book.yml"
-    book.write_text(
-        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+    run = _ran(
+        tmp_path,
         "    - include_role: {name: r}\n"
         "    - include_role: {name: r, defaults_from: other}\n"
         "    - {name: set, set_fact: {v: fact}}\n"
-        "    - include_role: {name: r}\n"
+        "    - include_role: {name: r}\n",
     )
-    play = load_playbook(book, known_args()).plays[0]
-    run = ContainerRun("local", 100)
-    options = RunOptions(base_dir=str(tmp_path), lock_wait=5)
-    ContainerEngine(LocalTarget(), run, {}, options).play(play.tasks, [])
     shown = [t.msg for t in run.tasks if t.module == "debug"]
     # As ansible-core: each inclusion's defaults, under anything set another way.
     assert shown == ["main kept", "other kept", "fact kept"]
 
 
 def test_a_rescue_reads_the_failed_task_s_name_as_shown_never_rendered_again(tmp_path):
-    book = tmp_path / "book.yml"
-    book.write_text(
-        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+    run = _ran(
+        tmp_path,
         "    - block:\n"
         "        - name: 'check {{ item }}'\n"
         "          command: 'test {{ item }} -lt 2'\n"
         "          loop: [1, 2]\n"
         "      rescue:\n"
-        "        - debug: {msg: '[{{ ansible_failed_task.name }}]'}\n"
+        "        - debug: {msg: '[{{ ansible_failed_task.name }}]'}\n",
     )
-    play = load_playbook(book, known_args()).plays[0]
-    run = ContainerRun("local", 100)
-    options = RunOptions(base_dir=str(tmp_path), lock_wait=30)
-    ContainerEngine(LocalTarget(), run, {}, options).play(play.tasks, [])
     assert [t.status for t in run.tasks] == ["failed", "ok"]
     assert run.tasks[-1].msg == "[check {{ item }}]"

@@ -781,7 +781,8 @@ class ContainerEngine:
         local = delegated(task)  # a change on this machine leaves the container's facts
         try:
             rc, out, err = self._execute(task, plan, scope)
-        except ValidationFailed as exc:  # the file stays as it was: nothing changed
+        except ValidationFailed as exc:  # the file stays as it was (a backup may be new)
+            self.facts = self.facts if local else None
             kind = next((p.validated_as for p in plan.pushes if p.validate), "copy")
             refused = failed_validation(kind, exc.rc, exc.stdout, exc.stderr)
             return "failed", {**registered, **refused}

@@ -121,16 +121,17 @@ def preflight(
     base_dir: str,
     magic: PlayMagic | None = None,
     warnings: list[str] | None = None,
-    earlier: dict[str, Any] | None = None,
+    later: dict[str, Any] | None = None,
 ) -> None:
     """Render every task for every container before anything changes anywhere.
 
     An undefined variable or a bad argument is an InputError naming the task,
-    raised while no container has been touched. `earlier`: stand-ins for what
-    earlier plays register, set or gather (see `later_names`).
+    raised while no container has been touched. `later`: stand-ins for what this
+    play and those before it register, set or gather (`later_names` of this one
+    when not given).
     """
     tasks = leaves(tasks)
-    later = {**(earlier or {}), **later_names(play, tasks, base_dir)}
+    later = later_names(play, tasks, base_dir) if later is None else later
     for container in containers:
         found = container_vars(inventory, container, play, extra, magic, warnings)
         variables = {**later, **found}
@@ -187,13 +188,14 @@ def _prepare(request: RunRequest) -> PreparedRun:
     book = load_playbook(request.playbook, known_args(), request.options.roles_path)
     request.options.base_dir = str(Path(request.playbook).resolve().parent)
     plays = [(play, _play_containers(request, play)) for play in book.plays]
-    earlier: dict[str, Any] = {}  # a container's facts and results live on in later plays
+    later: dict[str, Any] = {}  # a container's facts and results live on in later plays
     for play, containers in plays:
         tasks = select_tasks(
             play.task_list(request.options.force_handlers),
             request.options.tags,
             request.options.skip_tags,
         ) + list(play.handlers)
+        later |= later_names(play, tasks, request.options.base_dir)
         preflight(
             play,
             tasks,
@@ -203,9 +205,8 @@ def _prepare(request: RunRequest) -> PreparedRun:
             request.options.base_dir,
             play_magic(request, containers),
             book.warnings,
-            earlier,
+            dict(later),
         )
-        earlier.update(later_names(play, tasks, request.options.base_dir))
     return PreparedRun(request, plays, book.warnings)
 
 
