@@ -86,3 +86,101 @@ def test_command_words_guards_and_stdin_as_in_ansible(tmp_path):
         if row[0] != "what they register" and not row[0].startswith("the "):
             row[2] = ""  # only the debug lines' text is compared
     assert ours == theirs
+
+
+RESULTS_CALL = 1  # bump when how Ansible is called here changes
+# Each registered result: its keys (less Ansible's `invocation` and `exception`, which
+# pctfleet does not register), its values but the times, and the times' forms.
+SHOWN = (
+    "{{ r | dict2items | rejectattr('key', 'in', hidden) | items2dict | to_json(sort_keys=True) }}"
+    "{% for k in forms %} {{ k }}={{ 'absent' if k not in r"
+    " else (r[k] is string and r[k] is match(forms[k])) if r[k] else r[k] }}{% endfor %}"
+)
+RESULTS_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars:
+    hidden: [invocation, exception, start, end, delta]
+    forms:
+      start: '\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$'
+      end: '\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$'
+      delta: '0:00:\d\d\.\d{6}$'
+  tasks:
+    - name: ran
+      command: printf '%s' $PF_SET
+      environment: {PF_SET: a value}
+      register: ran
+    - name: ran from argv
+      command: {argv: [printf, "%s-", "a b", "$PF_NOT_SET"]}
+      register: argv
+    - name: ran a shell line
+      shell: echo out; echo err >&2; exit 3
+      register: shelled
+      ignore_errors: true
+    - name: no such program
+      command: /nonexistent/nvidia-smi -L
+      register: missing
+      ignore_errors: true
+    - name: no such program on the PATH
+      command: {argv: [no-such-program-here, "a b"]}
+      register: unknown
+      ignore_errors: true
+    - name: not a program
+      command: /etc/passwd
+      register: not_a_program
+      ignore_errors: true
+    - name: a folder
+      command: /etc
+      register: folder
+      ignore_errors: true
+    - name: a shell builtin is no program
+      command: cd /tmp
+      register: builtin
+      ignore_errors: true
+    - name: a folder that is not there
+      command: {cmd: pwd, chdir: /nonexistent-folder}
+      register: nowhere
+      ignore_errors: true
+    - name: nor for a shell
+      shell: {cmd: pwd, chdir: /nonexistent-folder}
+      register: shell_nowhere
+      ignore_errors: true
+    - name: the shell says what it cannot find
+      shell: /nonexistent/nvidia-smi
+      register: shell_missing
+      ignore_errors: true
+    - name: already done
+      command: {cmd: "echo x", creates: /etc}
+      register: done
+    - name: check mode
+      command: echo x
+      register: checked
+      check_mode: true
+"""
+
+
+RESULTS_BOOK += "".join(
+    f"    - {{name: 'shows {name}', debug: {{msg: \"{SHOWN}\"}},"
+    f" vars: {{r: '{{{{ {name} }}}}'}}}}\n"
+    for name in (
+        *("ran", "argv", "shelled", "missing", "unknown", "not_a_program", "folder"),
+        *("builtin", "nowhere", "shell_nowhere", "shell_missing", "done", "checked"),
+    )
+)
+
+
+def test_what_a_command_registers_as_in_ansible(tmp_path):
+    """`cmd`, `start`/`end`/`delta` (the container's clock), and what a program that
+    cannot start registers: rc 2 (nothing there) or 13 (not an executable file),
+    "Error executing command.", not changed; a `chdir` that fails: rc None, "Unable
+    to change directory before execution."; a shell's missing program is the shell's
+    rc 127, changed."""
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        (folder / "book.yml").write_text(RESULTS_BOOK)
+    inputs = [RESULTS_CALL, RESULTS_BOOK]
+    ours, theirs = differ.local_side_by_side("command-results", inputs, tmp_path, lambda _: [])
+    assert ours == theirs
+    shown = {row[0]: row[2] for row in ours["tasks"]}
+    assert "start=True end=True delta=True" in shown["shows ran"]
+    assert "start=absent" in shown["shows missing"]

@@ -248,7 +248,7 @@ def test_failing_task_fails_only_its_container(info, tmp_path):
         "node2/200": "changed",
         "node2/201": "changed",
     }
-    assert "exit 7" in by_key(doc)["node1/201"]["message"]
+    assert "non-zero return code (rc 7)" in by_key(doc)["node1/201"]["message"]
 
 
 def test_stale_server_stop_kills_only_the_recorded_group(info, tmp_path):

@@ -34,6 +34,7 @@ from pctfleet.facts.kv import encode_fields
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.modules.base import Fact, Plan, World
+from pctfleet.sh import library
 
 FIXTURES = Path(__file__).parent / "modules"
 
@@ -67,12 +68,20 @@ def _prepared(module: Any, case: dict, tmp_path: Path) -> Any:
     return module.prepare(dict(case["args"]), ctx, "fixture")
 
 
+def _script(plan: Plan) -> str | None:
+    """The plan's script, its random trailer written TRAILER, without command's shared
+    functions (sh/lib/run_command.sh, tested on their own)."""
+    if plan.script is None or not plan.trailer:
+        return plan.script
+    return plan.script.removeprefix(library(("run_command",))).replace(plan.trailer, "TRAILER")
+
+
 def _observed(plan: Any) -> dict[str, Any]:
     return {
         "changed": plan.changed,
         "failed": plan.failed,
         "msg": plan.msg,
-        "script": plan.script,
+        "script": _script(plan),
         "diff": plan.diff,
         "pushes": [push.dest for push in plan.pushes],
         "push_modes": [f"{push.mode} {push.owner}".strip() for push in plan.pushes],

@@ -175,6 +175,20 @@ def test_piped_output_has_no_control_codes_and_v_streams_prefixed_lines_on_stder
     assert "changed  local/0        count [bold]up[/bold]" in err  # the task line, as before
 
 
+def test_v_never_shows_what_a_command_script_says_after_the_command(tmp_path):
+    """command's script ends its stderr with a marked line for the result (times);
+    output a background process writes after it must not bring that line out."""
+    book = tmp_path / "late.yml"
+    book.write_text(
+        "- hosts: all\n  tasks:\n    - shell: (sleep 0.3; echo late >&2) & echo now >&2\n"
+    )
+    argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--local", "-v", "--json"]
+    done = subprocess.run([*argv, "--journal-dir", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "local/0 | now\n" in done.stderr
+    assert "pctfleet-ran" not in done.stderr + done.stdout
+
+
 def test_v_with_json_keeps_stdout_one_json_document(tmp_path):
     done = pctfleet(tmp_path, "-v", "--json")
     assert done.returncode == 0, done.stderr

@@ -121,7 +121,7 @@ class Tracker(Observer):
         # A progress bar redraws with a carriage return: each redraw is a line too.
         *complete, rest = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         self._partial[key] = rest[-4096:]
-        shown = [hide(c) for c in complete if c.strip()]
+        shown = [line for c in complete if c.strip() and (line := hide(c)).strip()]
         with self.lock:
             latest = shown[-1] if shown else ""
             if latest:

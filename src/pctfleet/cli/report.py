@@ -93,7 +93,8 @@ def failure_lines(failure: dict[str, Any], tail: int = 10) -> list:
     if not failure:
         return []
     stream, text = shown_tail(failure)
-    rows = [line("    ", (f"rc {failure.get('rc')}, {stream} (last lines):", "dim"))]
+    said = f"{stream} (last lines):" if text else "no output"
+    rows = [line("    ", (f"rc {failure.get('rc')}, {said}", "dim"))]
     rows += [line("    | ", row) for row in text.splitlines()[-tail:]]
     if failure.get("cause"):
         rows.append(line("    ", ("cause: ", "bold"), failure["cause"]["cause"]))

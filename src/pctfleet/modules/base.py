@@ -55,6 +55,9 @@ class Plan:
     stdin: bytes = b""  # fed to the change script (Ansible's `command: stdin=`)
     skip_in_check: bool = False
     result: dict = field(default_factory=dict)
+    # What the script prints last on stderr before what it tells `finish` (command's
+    # times): kept out of the output shown as it arrives (-v).
+    trailer: str = ""
 
 
 @dataclass

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pctfleet.errors import PlaybookError
 from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q, words
-from pctfleet.sh import snippet
+from pctfleet.sh import library, snippet
 
 
 def _words(value: Any, where: str) -> tuple[str, ...]:
@@ -77,25 +79,47 @@ def _skipped(args: CommandArgs, guards: Guards | None, check: bool) -> Plan | No
     if guards and (guards.created or guards.removed):
         path, why = (args.creates, "exists") if guards.created else (args.removes, "does not exist")
         msg = f"{'Would' if check else 'Did'} not run command since '{path}' {why}"
-        return Plan(False, msg=msg, result={"rc": 0, "stdout": f"skipped, since {path} {why}"})
+        said = f"skipped, since {path} {why}"
+        result = {"rc": 0, "stdout": said, "stdout_lines": [said], **_not_run(args)}
+        return Plan(False, msg=msg, result=result)
     return None
 
 
-def _run(args: CommandArgs, line: str) -> Plan:
-    """The change: `line` exec'd in `chdir`, fed `stdin` (a line break added unless
-    `stdin_add_newline: false`, as ansible-core does); check mode leaves it to the runner."""
-    chdir = f"cd {q(args.chdir)} || exit 1\n" if args.chdir else ""
+def _run(args: CommandArgs, words: list[str], program: bool) -> Plan:
+    """The change: `words` (sh code, one word each) run in `chdir`, fed `stdin` (a line
+    break added unless `stdin_add_newline: false`, as ansible-core does); check mode
+    leaves it to the runner. The script ends by printing `trailer` and what
+    ansible-core registers besides the output (`_ran` reads it): the times around the
+    run, or why it did not start. `program`: see first whether the first word is a
+    program to start (command; shell's is /bin/sh)."""
+    trailer = f"pctfleet-ran-{secrets.token_hex(8)}"
+    lines = [f"set -- {' '.join(words)}"]
+    if args.chdir:
+        failed = f"{{ printf '%s chdir' {trailer} >&2; exit 1; }}"
+        lines.append(f"cd {q(args.chdir)} 2>/dev/null || {failed}")
+    if program:
+        said = f"printf '%s exec %s' {trailer} \"$pf_errno\" >&2"
+        lines.append(f'pf_exec_errno "$1" || {{ pf_errno=$?; {said}; exit "$pf_errno"; }}')
+    lines += [
+        "pf_started=$(pf_now)",
+        '(exec "$@")',  # a program, never a shell builtin of the same name
+        "pf_rc=$?",
+        f'printf \'%s ran %s|%s\' {trailer} "$pf_started" "$(pf_now)" >&2',
+        'exit "$pf_rc"',
+    ]
     stdin = (args.stdin or "") + ("\n" if args.stdin and args.stdin_add_newline else "")
     # ansible-core in check mode: skipped, unless creates/removes say it would change.
     guarded = bool(args.creates or args.removes)
-    helper = PF_ENV if "$(pf_env " in line else ""
-    script = f"{chdir}{helper}exec {line}\n"
-    return Plan(True, script=script, skip_in_check=not guarded, stdin=stdin.encode())
+    script = library(("run_command",)) + "\n".join(lines) + "\n"
+    return Plan(
+        True, script=script, skip_in_check=not guarded, stdin=stdin.encode(), trailer=trailer
+    )
 
 
-def _checked(plan: Plan) -> dict:
+def _checked(args: CommandArgs, plan: Plan) -> dict:
     """What ansible-core registers for a command check mode did not run."""
-    done = {"rc": 0, "msg": "Command would have run if not in check mode"}
+    done = {"rc": 0, "msg": "Command would have run if not in check mode", **_not_run(args)}
+    done |= {"stdout": "", "stdout_lines": []}
     return done | ({"skipped": True, "changed": False} if plan.skip_in_check else {})
 
 
@@ -126,30 +150,21 @@ def expanded_word(word: str) -> str:
     return code + (q(tail) if tail or not code else "")
 
 
-# The environment's value of $1 (exported: the shell's own variables, IFS or the
-# script's, are not the environment Python's expandvars reads), its final line breaks
-# kept; else $2, the word as written.
-PF_ENV = (
-    'pf_env() { if printenv "$1" > /dev/null; then v=$(printenv "$1"; echo x); '
-    "printf '%s' \"${v%?x}\"; else printf '%s' \"$2\"; fi; }\n"
-)
-
-
 class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
     """Run a program without a shell: `command: ls -la /opt` or `argv: [ls, -la]`."""
 
     changed_when_failed = True
 
     def plan(self, args: CommandArgs, state: Guards | None, check: bool) -> Plan:
-        argv = args.argv or tuple(shlex.split(args.cmd))
         spell = expanded_word if args.expand_argument_vars else q
-        return _skipped(args, state, check) or _run(args, " ".join(spell(word) for word in argv))
+        words = [spell(word) for word in _argv(args)]
+        return _skipped(args, state, check) or _run(args, words, True)
 
     def finish(self, args: CommandArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
-        return _finished(super().finish(args, plan, rc, out, err), args, out, err)
+        return _ran(self, args, plan, rc, out, err)
 
     def checked(self, args: CommandArgs, plan: Plan) -> dict:
-        return _checked(plan)
+        return _checked(args, plan)
 
 
 class Shell(Module, name="shell", args=ShellArgs, fact=GuardFact()):
@@ -159,17 +174,61 @@ class Shell(Module, name="shell", args=ShellArgs, fact=GuardFact()):
 
     def plan(self, args: ShellArgs, state: Guards | None, check: bool) -> Plan:
         shell = args.executable or "/bin/sh"
-        return _skipped(args, state, check) or _run(args, f"{q(shell)} -c {q(args.cmd)}")
+        return _skipped(args, state, check) or _run(args, [q(shell), "-c", q(args.cmd)], False)
 
     def finish(self, args: CommandArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
-        return _finished(super().finish(args, plan, rc, out, err), args, out, err)
+        return _ran(self, args, plan, rc, out, err)
 
     def checked(self, args: CommandArgs, plan: Plan) -> dict:
-        return _checked(plan)
+        return _checked(args, plan)
 
 
-def _finished(result: dict, args: CommandArgs, out: str, err: str) -> dict:
-    """`strip_empty_ends: false` keeps the output's final line breaks."""
-    if not args.strip_empty_ends:
+def _argv(args: CommandArgs) -> tuple[str, ...]:
+    return args.argv or tuple(shlex.split(args.cmd))
+
+
+_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}")
+
+
+def _ran(module: Module, args: CommandArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
+    """What ansible-core registers for a command that ran, or could not start: the
+    output without the script's trailer, `cmd`, and `start`/`end`/`delta` as the
+    container's clock read them (absent where `date` could not say)."""
+    at = err.rfind(plan.trailer) if plan.trailer else -1
+    err, said = (err[:at], err[at + len(plan.trailer) :].split()) if at >= 0 else (err, [])
+    result = Module.finish(module, args, plan, rc, out, err) | {"cmd": _cmd(args)}
+    if rc != 0:  # ansible-core's words; the output's tail shows under the task
+        result["msg"] = "non-zero return code"
+    if not args.strip_empty_ends:  # the output's final line breaks are kept
         result |= {"stdout": out, "stderr": err}
-    return result
+    kind = said[0] if said else ""
+    if kind == "exec":  # execvp's errno, in ansible-core's words; nothing ran
+        written = args.cmd or shlex.join(args.argv)
+        return result | _NOT_RUN | {"rc": rc, "cmd": written, "stderr": "", "stderr_lines": []}
+    if kind == "chdir":
+        return result | _NOT_STARTED | _NO_TIMES | {"rc": None, "stderr": "", "stderr_lines": []}
+    return result | _times(said[1] if kind == "ran" and len(said) > 1 else "")
+
+
+def _not_run(args: CommandArgs) -> dict:
+    """What a command that did not run registers besides its status and output."""
+    return {"cmd": _cmd(args), **_NO_TIMES, "stderr": "", "stderr_lines": []}
+
+
+def _cmd(args: CommandArgs) -> str | list[str]:
+    """`cmd` as ansible-core registers it: shell's line, command's words as written."""
+    return args.cmd if args.module == "shell" else list(_argv(args))
+
+
+_NOT_RUN = {"failed": True, "changed": False, "msg": "Error executing command.", "stdout": ""}
+_NOT_STARTED = _NOT_RUN | {"msg": "Unable to change directory before execution."}
+_NO_TIMES = dict.fromkeys(("start", "end", "delta"))
+
+
+def _times(stamps: str) -> dict:
+    """`start`, `end` and `delta` from "START|END" ({} where either is not a time)."""
+    parts = stamps.split("|")
+    if len(parts) != 2 or not all(_STAMP.fullmatch(stamp) for stamp in parts):
+        return {}
+    start, end = (datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f") for stamp in parts)
+    return {"start": str(start), "end": str(end), "delta": str(end - start)}

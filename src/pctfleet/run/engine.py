@@ -310,7 +310,7 @@ class ContainerEngine:
             self.on_result(self.run, result)
             if result.status == "failed" and not result.ignored:
                 self.flow.task_failed(self.run.key, task, here)
-                raise TaskFailed(f"task '{task.name}' failed: {result.msg}", task, result)
+                raise TaskFailed(f"task '{task.name}' failed: {_why(result)}", task, result)
             if task.include is not None and result.status != "skipped":
                 self._run_include(task, remaining[1:], handler, here)
         if self.flow.lockstep:  # the list's end is a point of the play too
@@ -819,7 +819,7 @@ class ContainerEngine:
         env = "".join(f"export {k}={q(v)}\n" for k, v in environment.items())
         script = env + plan.script if local else self.lock.wrap(env + plan.script)
         # -v: output as it arrives, redacted like the result; nothing of a no_log task.
-        hide = lambda text: redact(text, scope)  # noqa: E731
+        hide = lambda text: redact(_before(text, plan.trailer), scope)  # noqa: E731
         out, err = (None, None) if task.no_log else self.options.observer.streams(self.run, hide)
         argv = ["/bin/sh", "-c", script, "pctfleet-task"]
         result = target.run(argv, stdin=plan.stdin, timeout=timeout, stdout=out, stderr=err)
@@ -837,6 +837,7 @@ class ContainerEngine:
         if task.register:
             scope[task.register] = registered
         ran = "rc" in registered and REGISTRY[task.module].changed_when_failed
+        ran = ran and registered.get("changed") is not False  # it could not start
         changed = status == "changed" or (status == "failed" and ran)
         failed = status == "failed"
         if status != "skipped":
@@ -958,3 +959,18 @@ def _loop_status(results: list[dict]) -> str:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+def _before(text: str, trailer: str) -> str:
+    """A line of output as shown: without a script's `trailer` and what follows it."""
+    return text.split(trailer, 1)[0] if trailer else text
+
+
+def _why(result: TaskResult) -> str:
+    """A failed task's message for the container's line; ansible-core's bare "non-zero
+    return code" gets the code and the last line the command printed."""
+    failure = result.failure or {}
+    if result.msg != "non-zero return code" or failure.get("rc") is None:
+        return result.msg
+    said = (failure.get("stderr") or failure.get("stdout") or "").strip().splitlines()
+    return f"{result.msg} (rc {failure['rc']})" + (f": {said[-1]}" if said else "")
