@@ -334,3 +334,24 @@ def test_an_ignored_failure_is_reported_as_ignored_when_it_happens(tmp_path):
     )
     engine.play(play.tasks, [])
     assert [(r["status"], r.get("ignored")) for r in reported] == [("failed", True)]
+
+
+def test_a_templated_notify_naming_no_handler_fails_its_task_before_it_runs(tmp_path):
+    run, _ = run_book(
+        tmp_path,
+        f"""\
+        - hosts: all
+          vars: {{svc: wbe}}
+          tasks:
+            - name: T
+              command: "touch {tmp_path}/ran"
+              notify: "restart {{{{ svc }}}}"
+          handlers:
+            - {{name: restart web, command: "true"}}
+        """,
+    )
+    (task,) = run.tasks
+    assert task.status == "failed"
+    assert "notify 'restart {{ svc }}' names 'restart wbe', which is no handler" in task.msg
+    assert "(handlers: restart web)" in task.msg
+    assert not (tmp_path / "ran").exists()

@@ -1135,7 +1135,7 @@ def _check_notify(tasks: Sequence[Task], handlers: Sequence[Task]) -> None:
     topics |= {t for h in handlers if isinstance(h, Handler) for t in h.listen}
     for task in tasks:
         for name in task.notify:
-            if name not in topics:
+            if name not in topics and "{{" not in name and "{%" not in name:  # run time
                 known = ", ".join(sorted(topics)) or "none defined"
                 raise PlaybookError(
                     f"task {task.name!r}: notify {name!r} names no handler"

@@ -34,6 +34,7 @@ from pctfleet.playbook.templating import (
     render,
     unsafe,
 )
+from pctfleet.run import notify
 from pctfleet.run.delegate import Controller, delegated, modes
 from pctfleet.run.failure import failure_output
 from pctfleet.run.journal import new_run_id
@@ -533,8 +534,9 @@ class ContainerEngine:
             if task.register:
                 self._set_runtime({task.register: _skipped(false)})
             return self._result(task, "skipped", "condition false", handler, started)
+        called = self._notes(task, scope, where)
         plan, status, registered = self._attempts(task, scope, f"t{id(task)}", remaining, where)
-        return self._finish(task, plan, status, registered, handler, started, scope)
+        return self._finish(task, plan, status, registered, handler, started, scope, called)
 
     def _attempts(
         self, task: Any, scope: dict, key: str, remaining: list, where: str
@@ -573,14 +575,17 @@ class ContainerEngine:
         items = loop_items(task.loop, self._scope(task), self.options.base_dir, where, task.module)
         results: list[dict] = []
         shown: list[dict] = []
+        called: list[str] = []
         for index in range(len(items)):
             if self.stop.is_set():
                 raise Interrupted()
             if index and task.loop.pause:
                 time.sleep(task.loop.pause)
             scope = self._scope(task, loop_vars(task.loop, index, items))
+            notes = self._notes(task, scope, where)
             entry = self._loop_item(task, scope, f"t{id(task)}#{index}", remaining, where)
             results.append(entry)
+            called += notes  # every item's, when the loop as a whole changed (ansible-core)
             shown.append(self._shown_item(task, entry, scope, where))
         registered = _loop_result(results)
         status = _loop_status(results)
@@ -590,7 +595,9 @@ class ContainerEngine:
             msg = f"{msg} (item={failed['item']}: {failed['msg']})"
         scope = self._scope(task)
         plan = Plan(False, msg=msg)
-        result = self._finish(task, plan, status, registered, handler, started, scope, after=False)
+        result = self._finish(
+            task, plan, status, registered, handler, started, scope, called, after=False
+        )
         result.items, result.details = ([] if task.no_log else shown), {}
         result.msg = HIDDEN if task.no_log else redact(msg, scope)
         return result
@@ -619,6 +626,12 @@ class ContainerEngine:
             "changed": status == "changed",
             "msg": redact(str(entry.get("msg", "")), scope),
         }
+
+    def _notes(self, task: Any, scope: dict, where: str) -> list[str]:
+        """The handlers the task's `notify` calls in `scope` (templates rendered now)."""
+        if not any(notify.templated(name) for name in task.notify):
+            return list(task.notify)
+        return notify.notes(task.notify, scope, notify.topics(self.handlers), where)
 
     def _note_runtime(self, task: Any, registered: dict) -> None:
         """Names later tasks must see over their own `vars` (Ansible's precedence)."""
@@ -861,6 +874,7 @@ class ContainerEngine:
         handler: bool,
         started: float,
         scope: dict,
+        called: list[str] | None = None,
         after: bool = True,
     ) -> TaskResult:
         if task.register:
@@ -870,7 +884,8 @@ class ContainerEngine:
             self._note_runtime(task, registered)
         self.vars.update(self.options.extra_vars)  # -e wins over register and set_fact too
         if status == "changed":
-            self.notified.extend(n for n in task.notify if n not in self.notified)
+            called = task.notify if called is None else called
+            self.notified.extend(n for n in dict.fromkeys(called) if n not in self.notified)
         msg = registered.get("msg") or plan.msg or ""
         result = self._result(task, status, str(msg), handler, started)
         result.diff = plan.diff if (modes(task, self.options)[1] and plan.changed) else None
