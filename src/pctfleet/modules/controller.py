@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError, UndefinedVariable, brief
-from pctfleet.modules.args import Args, Context, arg
+from pctfleet.modules import varsdir
+from pctfleet.modules.args import Args, Context, arg, flag, text_list
 from pctfleet.modules.assertion import waits_for_run
 from pctfleet.modules.base import Module, Plan
 from pctfleet.playbook import search
@@ -106,23 +108,86 @@ class _Written:
         self.values = values
 
 
+def _depth(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit():
+        raise PlaybookError(
+            f"include_vars: 'depth' must be a whole number, got {brief(value)}", where=where
+        )
+    return int(value)
+
+
+def _pattern(value: Any, where: str) -> re.Pattern:
+    try:
+        return re.compile(str(value))
+    except re.error as err:
+        raise PlaybookError(
+            f"include_vars: {brief(value)} is not a regular expression ({err})", where=where
+        ) from None
+
+
+def _ignored(value: Any, where: str) -> tuple[str, ...]:
+    """`ignore_files`: a list of patterns, or one string of them split at spaces."""
+    patterns = value.split() if isinstance(value, str) else text_list(value, where)
+    for pattern in patterns:
+        _pattern(f"{pattern}$", where)
+    return tuple(patterns)
+
+
+def _extensions(value: Any, where: str) -> tuple[str, ...]:
+    # A string is read as ansible-core reads it: each of its characters an extension.
+    return tuple(value) if isinstance(value, str) else text_list(value, where)
+
+
+_DIR_ONLY = (
+    "dir",
+    "depth",
+    "files_matching",
+    "ignore_files",
+    "extensions",
+    "ignore_unknown_extensions",
+)
+
+
 @dataclass(frozen=True)
 class IncludeVarsArgs(Args):
     reads_context: ClassVar[bool] = True
-    file: str = arg(required=True, convert=_shown)
+    file: str | None = arg(None, convert=_shown)
+    dir: str | None = arg(None, convert=_shown)
     name: str | None = arg(None, convert=_shown)
-    # Not arguments: the file found (vars/FILE, then FILE, next to the playbook) and its mapping.
-    path: str = ""
+    depth: int = arg(0, convert=_depth)
+    files_matching: re.Pattern | None = arg(None, convert=_pattern)
+    ignore_files: tuple[str, ...] = arg((), convert=_ignored)
+    extensions: tuple[str, ...] = arg(varsdir.EXTENSIONS, convert=_extensions)
+    ignore_unknown_extensions: bool = arg(False, convert=flag)
+    # Not arguments: the files read (vars/FILE, then FILE, next to the playbook; or
+    # those of `dir`) and the mapping they make.
+    paths: tuple[str, ...] = ()
     loaded: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
+        if "file" in raw and any(key in raw for key in _DIR_ONLY):
+            raise PlaybookError(
+                "include_vars: 'file' does not go with 'dir' and its options", where=where
+            )
         args = super().parse(raw, ctx, where)
-        path = _vars_file(args.file, ctx.base_dir, where)
+        if args.dir is None and args.file is None:
+            raise PlaybookError(
+                "include_vars: give 'file' (or a free-form name) or 'dir'", where=where
+            )
+        if args.dir is not None:
+            walk = varsdir.Walk(
+                args.depth, args.files_matching, args.ignore_files, args.extensions,
+                args.ignore_unknown_extensions,
+            )  # fmt: skip
+            root = varsdir.folder(args.dir, ctx.base_dir, ctx.variables.get("role_path"))
+            loaded, paths = varsdir.read(root, walk, where)
+            return dataclasses.replace(args, paths=tuple(paths), loaded=loaded)
+        path = _vars_file(str(args.file), ctx.base_dir, where)
         data = load_yaml(path, what="a mapping of variables")
         if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
             raise PlaybookError(f"include_vars: {path} must hold a mapping of names", where=where)
-        return dataclasses.replace(args, path=str(path), loaded=plain(data))
+        return dataclasses.replace(args, paths=(str(path),), loaded=plain(data))
 
 
 def _vars_file(name: str, base_dir: str, where: str) -> Path:
@@ -140,8 +205,9 @@ class IncludeVars(Module, name="include_vars", args=IncludeVarsArgs):
 
     def plan(self, args: IncludeVarsArgs, state: None, check: bool) -> Plan:
         values = {args.name: dict(args.loaded)} if args.name else dict(args.loaded)
-        result = {"ansible_facts": _Written(values), "ansible_included_var_files": [args.path]}
-        return Plan(False, msg=f"included {args.path}", result=result)
+        files = list(args.paths)
+        result = {"ansible_facts": _Written(values), "ansible_included_var_files": files}
+        return Plan(False, msg=f"included {', '.join(files) or 'no file'}", result=result)
 
     def after(self, registered: dict[str, Any], variables: dict[str, Any]) -> None:
         written = registered.get("ansible_facts")
