@@ -251,6 +251,14 @@ def test_defaults_of_a_bare_task(tmp_path):
             "- hosts: all\n  post_tasks:\n    - {name: T, command: ls, notify: nope}\n",
             "F:3: task 'T': notify 'nope' names no handler",
         ),
+        (
+            "- hosts: all\n  tasks:\n    - include_tasks: {file: x.yml, apply: {delegate_to: h}}\n",
+            "F:3: task: 'delegate_to' cannot be used in 'apply' (only when, tags, vars",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - include_tasks: {file: x.yml, apply: [tags]}\n",
+            "F:3: task: 'apply' must be a mapping of keywords, got ['tags']",
+        ),
         ("- hosts: all\n  tasks:\n    - just a string\n", "F:3: a task must be a mapping"),
         ("- hosts: all\n  vars:\n    1x: 2\n", "F:3: play 'play #1': '1x' is not a valid name"),
         ("hosts: all\n", "F:1: a playbook is a list of plays"),

@@ -64,6 +64,10 @@ IMPORT_KEYWORDS = (
     "name", "tags", "when", "vars", "ignore_errors", "no_log", "run_once", "any_errors_fatal",
     "check_mode", "diff", "become",
 )  # fmt: skip
+APPLY_KEYWORDS = (
+    "when", "tags", "vars", "ignore_errors", "no_log", "run_once", "any_errors_fatal",
+    "check_mode", "diff", "become",
+)  # fmt: skip
 BLOCK_KEYWORDS = (
     "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log",
     "become", "run_once", "any_errors_fatal",
@@ -854,6 +858,7 @@ class Include:
     reader: Any
     current: Path  # the file the include is written in
     handler: bool
+    applied: Any = None  # `apply`: keywords given to each task it brings in (an _Inherit)
 
 
 def _include_task(
@@ -868,19 +873,34 @@ def _include_task(
         args = plain(raw)
     else:
         raise _fail(f"{key!r} needs a mapping or a file name, got {brief(raw)}", m, key, ctx)
+    applied = _applied(raw, ctx) if isinstance(raw, YamlMap) and "apply" in raw else None
+    args.pop("apply", None)
     _check_args(reader, args, [raw] if isinstance(raw, YamlMap) else [], m, key, kind, ctx)
     _check_jinja(args, m, key, ctx)
     fields = _task_fields(m, ctx)
     _check_delegation(m, "delegate_to", kind, fields, ctx)
     name = _text(m, "name", ctx, kind) or kind
     current = reader.imports[-1] if reader.imports else reader.path
-    include = Include(reader, current, handler)
+    include = Include(reader, current, handler, applied)
     task = Task(name, kind, args, loc=m.where(), include=include, **fields)
     if kind == "include_role" and not _templated(args.get("name")):
         from pctfleet.playbook import roles
 
         roles.check_include(reader, task, m, key, ctx)  # a missing role fails before running
     return task
+
+
+def _applied(raw: YamlMap, ctx: str) -> _Inherit:
+    """An include's `apply`: block keywords for each task it brings in (not for the
+    include itself, whose own keywords decide whether it runs)."""
+    keys = raw["apply"]
+    if not isinstance(keys, YamlMap):
+        raise _fail(f"'apply' must be a mapping of keywords, got {brief(keys)}", raw, "apply", ctx)
+    for key in keys:
+        if key not in APPLY_KEYWORDS:
+            known = ", ".join(APPLY_KEYWORDS)
+            raise _fail(f"{brief(key)} cannot be used in 'apply' (only {known})", keys, key, ctx)
+    return _inherited(keys, ctx)
 
 
 def _templated(value: Any) -> bool:
@@ -897,13 +917,15 @@ def expand_include(
     if task.module == "include_role":
         from pctfleet.playbook import roles
 
-        return roles.include_role(reader, task, args, item)
+        tasks, handlers, defaults = roles.include_role(reader, task, args, item)
+        return (inc.applied.apply(tasks) if inc.applied else tasks), handlers, defaults
     path = _task_file(reader, str(args["file"]), inc.current, task.module, task.loc)
     reader.imports.append(path)
     try:
         nodes = _tasks_of(reader, _task_items(path, task.loc), inc.handler)
     finally:
         reader.imports.pop()
+    nodes = inc.applied.apply(nodes) if inc.applied else nodes
     return inherit_from(task, nodes, item), [], {}
 
 
