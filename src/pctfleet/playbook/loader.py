@@ -161,6 +161,8 @@ class Task:
     environment: dict[str, Any] = field(default_factory=dict)
     loc: str = ""
     vars: dict[str, Any] = field(default_factory=dict)  # block vars, then the task's own
+    # Its role's defaults: over other roles' defaults, under every other variable.
+    defaults: dict[str, Any] = field(default_factory=dict)
     loop: Loop | None = None
     # Role params, role_path and an include's loop variable: over registered results.
     params: dict[str, Any] = field(default_factory=dict)
@@ -729,6 +731,7 @@ class _Inherit:
     check_mode: bool | None = None
     diff: bool | None = None
     environment: dict[str, Any] = field(default_factory=dict)  # a play's: under a task's
+    defaults: dict[str, Any] = field(default_factory=dict)  # a role's, for its own tasks
 
     def apply(self, nodes: list) -> list:
         out: list = []
@@ -751,6 +754,7 @@ class _Inherit:
                     check_mode=_first(node.check_mode, self.check_mode),
                     diff=_first(node.diff, self.diff),
                     environment={**self.environment, **node.environment},
+                    defaults={**self.defaults, **node.defaults},
                 )
             )
         return out
@@ -909,16 +913,17 @@ def _templated(value: Any) -> bool:
 
 def expand_include(
     task: Task, args: dict[str, Any], item: dict[str, Any]
-) -> tuple[list, list, dict]:
-    """The tasks (and, for a role, handlers and defaults) an include brings in, with its
-    rendered `args`; `item` (the loop variables) goes over each task's variables."""
+) -> tuple[list, list, Any]:
+    """The tasks (and, for a role, handlers and its Sink: defaults and vars/) an include
+    brings in, with its rendered `args`; `item` (the loop variables) goes over each
+    task's variables."""
     inc: Include = task.include
     reader = inc.reader
     if task.module == "include_role":
         from pctfleet.playbook import roles
 
-        tasks, handlers, defaults = roles.include_role(reader, task, args, item)
-        return (inc.applied.apply(tasks) if inc.applied else tasks), handlers, defaults
+        tasks, handlers, sink = roles.include_role(reader, task, args, item)
+        return (inc.applied.apply(tasks) if inc.applied else tasks), handlers, sink
     path = _task_file(reader, str(args["file"]), inc.current, task.module, task.loc)
     reader.imports.append(path)
     try:
@@ -926,7 +931,7 @@ def expand_include(
     finally:
         reader.imports.pop()
     nodes = inc.applied.apply(nodes) if inc.applied else nodes
-    return inherit_from(task, nodes, item), [], {}
+    return inherit_from(task, nodes, item), [], None
 
 
 def inherit_from(task: Task, nodes: list, item: dict[str, Any]) -> list:

@@ -154,7 +154,8 @@ def _fileglob(terms: Any, base_dir: str) -> list[str]:
 def item_scopes(task: Any, variables: Mapping[str, Any], base_dir: str, where: str) -> list[dict]:
     """The variables `task` runs with (its own `vars` over `variables`), once per loop
     item; errors when its loop cannot be computed from `variables`."""
-    scope = {**variables, **task.vars, **getattr(task, "params", {})}
+    own = getattr(task, "defaults", {})  # its role's defaults: under everything else
+    scope = {**own, **variables, **task.vars, **getattr(task, "params", {})}
     if task.loop is None:
         return [scope]
     items = loop_items(task.loop, scope, base_dir, where, task.module)

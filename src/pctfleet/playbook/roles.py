@@ -130,14 +130,16 @@ def load_role(reader: Any, call: Call, sink: Sink, dedup: bool) -> list:
         reader.imports.pop()
     reader.roles_seen.add(ident)
     files = {"tasks": "main", "vars": "main", "defaults": "main", "handlers": "main", **call.files}
-    sink.defaults.update(_mapping_file(path, "defaults", files["defaults"], call.where))
+    defaults = _mapping_file(path, "defaults", files["defaults"], call.where)
+    sink.defaults.update(defaults)
     exported = _mapping_file(path, "vars", files["vars"], call.where)
     sink.exports.update(exported)
-    role_vars = {**exported, **call.vars}
+    own_vars = ld._Inherit(vars={**exported, **call.vars}, defaults=defaults)
     magic = {"role_path": str(path), "role_name": path.name, **call.params}
-    own = ld._Inherit(vars=role_vars).apply(_role_tasks(reader, path, files["tasks"], call, False))
-    out += _mark(own, path.name, magic)
-    _role_handlers(reader, path, files["handlers"], call, sink, role_vars, magic)
+    out += _mark(
+        own_vars.apply(_role_tasks(reader, path, files["tasks"], call, False)), path.name, magic
+    )
+    _role_handlers(reader, path, files["handlers"], call, sink, own_vars, magic)
     return (call.inherit or ld._Inherit()).apply(out)
 
 
@@ -163,7 +165,7 @@ def _role_tasks(reader: Any, path: Path, stem: str, call: Call, handler: bool) -
 
 
 def _role_handlers(
-    reader: Any, path: Path, stem: str, call: Call, sink: Sink, role_vars: dict, magic: dict
+    reader: Any, path: Path, stem: str, call: Call, sink: Sink, own_vars: Any, magic: dict
 ) -> None:
     file = _role_file(path, "handlers", stem)
     if file is None:
@@ -171,7 +173,7 @@ def _role_handlers(
     # Read again where the role is met again: the handler read last is the one that
     # runs, at its place (Handler.names, the engine's _notified).
     sink.files.add(file.resolve())
-    handlers = ld._Inherit(vars=role_vars).apply(_role_tasks(reader, path, stem, call, True))
+    handlers = own_vars.apply(_role_tasks(reader, path, stem, call, True))
     sink.handlers.extend(_mark(handlers, path.name, magic))
 
 
@@ -275,12 +277,27 @@ def check_include(reader: Any, task: Any, m: YamlMap, key: str, ctx: str) -> Non
     load_role(reader, _call(task.args, m.where(key), task.vars), sink, dedup=False)
 
 
-def include_role(reader: Any, task: Any, args: dict, item: dict) -> tuple[list, list, dict]:
-    """An include_role reached: the role's tasks, handlers and defaults."""
+def include_role(reader: Any, task: Any, args: dict, item: dict) -> tuple[list, list, Sink]:
+    """An include_role reached: the role's tasks, handlers, and its defaults and vars/
+    (the play's only where it is `public`)."""
     sink = Sink()
     saved = reader.roles_seen
     try:
         tasks = load_role(reader, _call(args, task.loc, task.vars), sink, dedup=False)
     finally:
         reader.roles_seen = saved
-    return ld.inherit_from(task, tasks, item), sink.handlers, sink.defaults
+    return ld.inherit_from(task, tasks, item), sink.handlers, sink
+
+
+def public_names(task: Any) -> set[str]:
+    """The names a `public` include_role of a known role gives the rest of the play:
+    its defaults and vars/ (its dependencies' are not looked for)."""
+    args = task.args
+    if task.module != "include_role" or ld._templated(args.get("name")):
+        return set()
+    if str(args.get("public", "")).strip().lower() not in {"true", "yes", "1", "on"}:
+        return set()
+    path = find_role(task.include.reader, str(args["name"]), task.loc)
+    files = {"vars": "main", "defaults": "main", **_call(args, task.loc, {}).files}
+    found = _mapping_file(path, "defaults", files["defaults"], task.loc)
+    return set(found) | set(_mapping_file(path, "vars", files["vars"], task.loc))

@@ -19,7 +19,7 @@ from pctfleet.errors import InputError
 from pctfleet.facts import gathered
 from pctfleet.facts import script as probe
 from pctfleet.modules import REGISTRY
-from pctfleet.modules.base import Fact, Plan, q
+from pctfleet.modules.base import Fact, Plan, as_bool, q
 from pctfleet.modules.validate import failed_validation
 from pctfleet.playbook.loader import Block, expand_include, select_tasks, should_run
 from pctfleet.playbook.lookups import warnings_kept
@@ -436,18 +436,29 @@ class ContainerEngine:
                     scopes.append((scope, item))
         for number, (scope, item) in enumerate(scopes):
             args = render(dict(task.args), scope, where=where)
-            nodes, handlers, defaults = expand_include(task, args, item)
-            for name, value in defaults.items():  # role defaults: under every other level,
-                later_role = name in self.default_names and name not in self.runtime
-                if name not in self.vars or later_role:  # a later role's defaults win
-                    self.vars[name] = value
-                    self.default_names.add(name)
+            nodes, handlers, role = expand_include(task, args, item)
+            if role is not None and as_bool(args.get("public")):
+                self._publish(role.defaults, role.exports)
             known = {h.name for h in self.handlers}
             self.handlers += [h for h in handlers if h.name not in known]
             nodes = select_tasks(nodes, self.options.tags, self.options.skip_tags)
             self.ahead = [*_lookahead(nodes), *after]
             self.facts = None
             self._run_list(nodes, handler, top=False, at=(*here, number))
+
+    def _publish(self, defaults: dict, exports: dict) -> None:
+        """A public include_role's defaults and vars/ for the rest of the play: its
+        defaults under every other level (a later role's win), its vars/ over the
+        play's but under registered results, set_fact, include_vars and -e."""
+        for name, value in defaults.items():
+            later_role = name in self.default_names and name not in self.runtime
+            if name not in self.vars or later_role:
+                self.vars[name] = value
+                self.default_names.add(name)
+        for name, value in exports.items():
+            if name not in self.runtime and name not in self.options.extra_vars:
+                self.vars[name] = value
+                self.default_names.discard(name)
 
     def _remaining(self, task: Any) -> list:
         index = next((i for i, t in enumerate(self.ahead) if t is task), None)
@@ -495,9 +506,14 @@ class ContainerEngine:
     def _scope(self, task: Any, loop: dict | None = None) -> dict[str, Any]:
         """The task's variables: its (and its blocks') `vars` over the play's, under
         registered results, set_fact and -e, as in Ansible; the loop's on top."""
-        if not task.vars and not loop and not getattr(task, "params", None):
+        own = getattr(task, "defaults", None)
+        if not task.vars and not loop and not getattr(task, "params", None) and not own:
             return self.vars
-        scope = {**self.vars, **task.vars}
+        scope = dict(self.vars)
+        for name, value in (own or {}).items():  # its role's defaults: over other roles'
+            if name not in self.vars or name in self.default_names:
+                scope[name] = value
+        scope.update(task.vars)
         scope.update({k: self.vars[k] for k in self.runtime if k in self.vars})
         scope.update(getattr(task, "params", {}))  # role params: over set_fact, as in Ansible
         scope.update({k: self.vars[k] for k in self.options.extra_vars if k in self.vars})

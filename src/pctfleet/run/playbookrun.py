@@ -17,6 +17,7 @@ from pctfleet.heap import fewer_collections
 from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
+from pctfleet.playbook import roles
 from pctfleet.playbook.loader import leaves, load_playbook, select_tasks
 from pctfleet.playbook.loops import item_scopes
 from pctfleet.playbook.magic import PlayMagic
@@ -92,6 +93,7 @@ def _placeholders(tasks: list, base_dir: str) -> dict[str, Any]:
             names.update(k for k in task.args if not k.startswith("_"))
         if task.module == "include_vars":
             names.update(_included_names(task, base_dir))
+        names |= roles.public_names(task)
     return {name: jinja2.ChainableUndefined(name=name) for name in names}
 
 
@@ -331,6 +333,9 @@ def _run_play(request, play, containers, targets, runs, journal, on_result, kept
                 flow,
                 gather_facts=play.gather_facts,
             )
+            # Roles' defaults nothing overrode: a role's own defaults win over them.
+            defaults = play.defaults or {}
+            engine.default_names |= {n for n in defaults if variables.get(n) is defaults[n]}
             engine.carry_in(kept[container.key])
             try:
                 engine.play(tasks, list(play.handlers))
