@@ -13,7 +13,8 @@ import pytest
 
 from pctfleet.facts import script as probe
 from pctfleet.facts.kv import decode_fields
-from pctfleet.sh import library, snippet
+from pctfleet.modules.file import PathState, path_state, stat_probe
+from pctfleet.sh import library
 
 SHELLS = ["dash", "bash"]
 
@@ -30,6 +31,8 @@ def _lstat(path: Path) -> dict[str, str]:
         "mode": format(st.st_mode & 0o7777, "o"),
         "owner": pwd.getpwuid(st.st_uid).pw_name,
         "group": grp.getgrgid(st.st_gid).gr_name,
+        "uid": str(st.st_uid),
+        "gid": str(st.st_gid),
     }
 
 
@@ -46,7 +49,58 @@ def test_path_stat_reads_type_target_mode_owner_and_group(shell: str, tmp_path: 
         "gone": {"type": "absent"},
     }
     for name, fields in want.items():
-        assert facts(shell, snippet("path_stat", STAT_PATH=str(tmp_path / name))) == fields
+        assert facts(shell, stat_probe(str(tmp_path / name))) == fields
+
+
+def _kinds(state: PathState) -> set[tuple]:
+    return {(e.count, e.type, f"{e.mode:o}", e.user) for e in state.tree}
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_path_stat_sums_a_tree_up_in_one_pass(shell: str, tmp_path: Path) -> None:
+    top, outside = tmp_path / "t", tmp_path / "o"
+    (top / "s").mkdir(parents=True)
+    (outside / "d").mkdir(parents=True)
+    for name, mode in (("f", 0o644), ("g", 0o644), ("s/h", 0o600), ("name\nf 1 0 0 x y", 0o644)):
+        (top / name).write_text("x")
+        (top / name).chmod(mode)
+    (outside / "d" / "in").write_text("x")
+    (outside / "d" / "in").chmod(0o400)
+    (top / "l").symlink_to("f")
+    (top / "out").symlink_to(outside / "d")
+    (top / "gone").symlink_to("nowhere")
+    me = pwd.getpwuid(os.getuid()).pw_name
+    not_followed = path_state(facts(shell, stat_probe(str(top), tree="P")))
+    assert _kinds(not_followed) == {
+        (3, "f", "644", me), (1, "f", "600", me), (1, "d", "755", me), (3, "l", "777", me)
+    }  # fmt: skip
+    followed = path_state(facts(shell, stat_probe(str(top), tree="L")))
+    assert _kinds(followed) == {
+        (4, "f", "644", me), (1, "f", "600", me), (1, "f", "400", me), (2, "d", "755", me),
+        (3, "l", "777", me),
+    }  # fmt: skip
+    assert not followed.tree_errors and not followed.tree_more
+    (outside / "d" / "up").symlink_to(top)  # a loop: find reports it, the plan fails on it
+    looped = path_state(facts(shell, stat_probe(str(top), tree="L")))
+    assert looped.tree_errors and "loop" in looped.tree_errors[0]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_path_stat_reads_a_hard_link_s_src_and_times(shell: str, tmp_path: Path) -> None:
+    src, folder = tmp_path / "a", tmp_path / "dir"
+    src.write_text("x")
+    folder.mkdir()
+    os.utime(src, (1_600_000_000, 1_700_000_000.5))
+    os.link(src, folder / "a")
+    read = path_state(facts(shell, stat_probe(str(folder), times=True, src=str(src))))
+    st = src.stat()
+    assert read.at == str(folder / "a")  # a folder stands for the entry of src's name in it
+    assert (read.type, read.links, read.id) == ("file", "2", f"{st.st_dev}:{st.st_ino}")
+    assert read.src is not None and read.src.id == read.id and read.src.type == "file"
+    local = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(1_700_000_000))
+    assert read.mtime.startswith(f"{local}.500000000 ") and read.src.mtime == read.mtime
+    gone = path_state(facts(shell, stat_probe(str(tmp_path / "b"), src=str(tmp_path / "no"))))
+    assert (gone.type, gone.src.type if gone.src else None) == ("absent", "absent")
 
 
 def run(shell: str, libs: list[str], body: str, *args: str) -> dict[str, str]:

@@ -1,21 +1,33 @@
-"""`file`: directories, links, empty files, removal and attributes (Ansible's arguments)."""
+"""`file`: directories, links, hard links, empty files, removal, attributes and times,
+with Ansible's arguments (`recurse`, `follow`, `access_time`, `modification_time`)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q
+from pctfleet.modules.filetimes import time_fixes, wall_clock
+from pctfleet.modules.filetree import Entries, parse_tree, same_id, tree_fixes
 from pctfleet.modules.modes import Mode, file_mode, stat_text, wanted_mode
 from pctfleet.sh import snippet
 
 ROOT = {"owner": "root", "group": "root"}
-STATES = {"file", "directory", "absent", "link", "touch"}
+STATES = {"file", "directory", "absent", "link", "touch", "hard"}
+TIME_FORMAT = "%Y%m%d%H%M.%S"
+# The states whose times a task may set (absent ignores them, as in Ansible).
+TIMED = {"file", "directory", "touch", "hard"}
 
 
-def stat_probe(path: str) -> str:
-    return snippet("path_stat", STAT_PATH=path)
+def stat_probe(path: str, *, times: bool = False, src: str = "", tree: str = "") -> str:
+    """path_stat.sh for `path`: with `times` its atime/mtime; `src` (state=hard) reads
+    that file too; `tree` ('P', or 'L' to follow links) sums up the entries under it."""
+    return snippet(
+        "path_stat", STAT_PATH=path, STAT_TIMES="1" if times else "", STAT_SRC=src, STAT_TREE=tree
+    )
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,17 @@ class PathState:
     mode: str = ""
     owner: str = ""
     group: str = ""
+    uid: str = ""  # the owner's and group's ids ('' where not read)
+    gid: str = ""
+    links: str = ""  # the link count and dev:inode (read for state=hard)
+    id: str = ""
+    atime: str = ""  # `stat %x`/`%y` of what the path points to (read when times are set)
+    mtime: str = ""
+    at: str = ""  # state=hard into a folder: the entry inside it that is meant ('' = path)
+    src: PathState | None = None  # state=hard: `src`, followed
+    tree: tuple[Entries, ...] = ()  # recurse: the entries under the folder, summed up
+    tree_errors: tuple[str, ...] = ()
+    tree_more: bool = False  # more kinds than TREE_KINDS
 
 
 class PathStat(FactReader[PathState]):
@@ -35,7 +58,10 @@ class PathStat(FactReader[PathState]):
     State = PathState
 
     def command(self, args: Any, want_diff: bool) -> str:
-        return stat_probe(args.path)
+        times = args.state in TIMED and any(w is not None for w in args.times)
+        src = str(args.src) if args.state == "hard" else ""
+        tree = ("L" if args.follow else "P") if args.recurse else ""
+        return stat_probe(args.path, times=times, src=src, tree=tree)
 
     def parse(self, reading: Fact) -> PathState:
         return path_state(reading.fields())
@@ -49,18 +75,44 @@ class PathStat(FactReader[PathState]):
         mode = wanted_mode(args.mode, "", kind == "directory")
         default = "755" if kind == "directory" else "644"
         owner = {"owner": args.owner or "root", "group": args.group or "root"}
-        return {"type": kind, "mode": stat_text(mode) if mode else default, **owner}
+        attrs = {"mode": stat_text(mode) if mode else default, **owner}
+        times = {
+            key: f"{wanted}.000000000 +0000"
+            for key, wanted in zip(("atime", "mtime"), args.times, strict=True)
+            if wanted not in (None, "now")
+        }
+        if args.state == "hard":
+            src = {f"src_{key}": value for key, value in {**attrs, **times}.items()}
+            return {"type": kind, **attrs, "links": "2", "id": "1:2", "src_type": "file",
+                    "src_id": "1:2", **src}  # fmt: skip
+        return {"type": kind, **attrs, **times}
 
 
-def path_state(fields: dict[str, str]) -> PathState:
-    mode = fields.get("mode", "")
+def path_state(fields: Mapping[str, str]) -> PathState:
+    src = _attributes(fields, "src_") if "src_type" in fields else None
+    tree, errors, more = parse_tree(fields.get("tree", ""))
     return PathState(
-        type=fields.get("type", "absent"),
         target=fields.get("target", ""),
-        mode=mode.zfill(4) if mode else "",
-        owner=fields.get("owner", ""),
-        group=fields.get("group", ""),
+        links=fields.get("links", ""),
+        at=fields.get("path", ""),
+        src=None if src is None else PathState(**src),
+        tree=tree,
+        tree_errors=errors,
+        tree_more=more,
+        **_attributes(fields, ""),
     )
+
+
+def _attributes(fields: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """The probe's `type`, `mode`, owner, ids and times of the path (or, with prefix
+    `src_`, of state=hard's source)."""
+    read = {key: fields.get(prefix + key, "") for key in _ATTRIBUTES}
+    read["type"] = fields.get(prefix + "type", "absent")
+    read["mode"] = read["mode"].zfill(4) if read["mode"] else ""
+    return read
+
+
+_ATTRIBUTES = ("mode", "owner", "group", "uid", "gid", "id", "atime", "mtime")
 
 
 def attribute_fixes(
@@ -74,9 +126,12 @@ def attribute_fixes(
     if mode and state.mode != mode:
         lines.append(f"chmod {mode} -- {q(path)}")
         before["mode"], after["mode"] = state.mode, mode
-    for key, tool, wanted in (("owner", "chown", owner), ("group", "chgrp", group)):
+    for key, tool, wanted, number in (
+        ("owner", "chown", owner, state.uid),
+        ("group", "chgrp", group, state.gid),
+    ):
         have = getattr(state, key)
-        if wanted and have != str(wanted):
+        if wanted and not same_id(str(wanted), number, have):
             lines.append(f"{tool} -- {q(wanted)} {q(path)}")
             before[key], after[key] = have, str(wanted)
     return lines, {"before": before, "after": after}
@@ -85,25 +140,73 @@ def attribute_fixes(
 @dataclass(frozen=True)
 class FileArgs(Args):
     path: str = arg(required=True, aliases=("dest", "name"), convert=text)
-    state: str = arg("file", choices=STATES)
+    # None: Ansible's default, `directory` with recurse, else `file` (set by parse).
+    state: str = arg(None, choices=STATES)
     src: str | None = arg(None, convert=text)
     mode: Mode | None = arg(None, convert=file_mode)
     owner: str | None = arg(None, convert=text)
     group: str | None = arg(None, convert=text)
     force: bool = arg(False, convert=flag)
     follow: bool = arg(True, convert=flag)
+    recurse: bool = arg(False, convert=flag)
+    access_time: str | None = arg(None, convert=text)
+    access_time_format: str = arg(TIME_FORMAT, convert=text)
+    modification_time: str | None = arg(None, convert=text)
+    modification_time_format: str = arg(TIME_FORMAT, convert=text)
+    # The wanted (atime, mtime), each None (preserve), 'now' or a wall-clock second.
+    times: tuple = dataclasses.field(default=(None, None))
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
+        args = super().parse(raw, ctx, where)
+        state = args.state or ("directory" if args.recurse else "file")
+        args = dataclasses.replace(args, state=state)
+        return dataclasses.replace(args, times=args.wanted_times(where))
 
     def check(self, ctx: Context, where: str) -> None:
-        if self.state == "link" and not self.src:
-            raise self.fail("state=link needs 'src'", where)
+        state = self.state or ("directory" if self.recurse else "file")
+        if state in ("link", "hard") and not self.src:
+            raise self.fail(f"state={state} needs 'src'", where)
+        if self.src and state not in ("link", "hard"):
+            raise self.fail("src option requires state to be 'link' or 'hard'", where)
+        if self.recurse and state != "directory":
+            raise self.fail("recurse option requires state to be 'directory'", where)
+
+    def wanted_times(self, where: str) -> tuple:
+        """(atime, mtime) as `wall_clock` gives them. state=touch changes neither unless
+        the task names one (pctfleet's default, see docs/playbooks.md); once it names
+        one, the other is Ansible's `now`."""
+        if self.state == "absent":  # never read, as in Ansible
+            return (None, None)
+        named = self.access_time is not None or self.modification_time is not None
+        default = "now" if self.state == "touch" and named else "preserve"
+        wanted = []
+        for name in ("access_time", "modification_time"):
+            value = getattr(self, name)
+            fmt = getattr(self, f"{name}_format")
+            try:
+                wanted.append(wall_clock(default if value is None else value, fmt))
+            except (ValueError, OverflowError) as err:
+                raise self.fail(
+                    f"Error while obtaining timestamp for time {value} using format {fmt}: {err}",
+                    where,
+                ) from None
+            if wanted[-1] is not None and (self.recurse or self.state == "link"):
+                how = "recurse" if self.recurse else "state=link"
+                raise self.fail(f"{name} with {how} is not supported; leave it out", where)
+        return tuple(wanted)
 
 
 class File(Module, name="file", args=FileArgs, fact=PathStat()):
     def plan(self, args: FileArgs, state: PathState, check: bool) -> Plan:
         plan = self._plan(args, state)
         if not plan.failed:  # registered as ansible-core registers them
-            after = "file" if args.state == "touch" else args.state
-            plan.result = {"path": args.path, "state": after, **plan.result}
+            if args.state == "hard":
+                kept = "link" if state.type == "link" and state.target == args.src else "hard"
+                plan.result = {"dest": state.at or args.path, "src": args.src, "state": kept}
+            else:
+                after = "file" if args.state == "touch" else args.state
+                plan.result = {"path": args.path, "state": after, **plan.result}
         return plan
 
     def _plan(self, args: FileArgs, state: PathState) -> Plan:
@@ -121,20 +224,34 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
         return Plan(True, script=f"set -e\n{script}\n", diff=diff, msg=msg)
 
     def _with_attributes(
-        self, first: list[str], path: str, state: PathState, args: FileArgs, after: str
+        self,
+        first: list[str],
+        path: str,
+        state: PathState,
+        args: FileArgs,
+        after: str,
+        more: tuple[list[str], str, str] = ([], "", ""),
+        before: str | None = None,
+        new: bool | None = None,
     ) -> Plan:
-        before = state.type
-        if first:  # a new path: its attributes are all to be set
+        """`first` (what makes the path), then its mode, owner and group, then `more`
+        (what recurse changes under it), then its times; no change when all are empty.
+        `state` holds the attributes and times the path has once `first` ran (`new`,
+        by default when there is a `first`: none, all are to be set)."""
+        before = state.type if before is None else before
+        if first if new is None else new:
             state = PathState(type=state.type)
         directory = "directory" in (after, state.type)  # `X` gives a folder x, always
         mode = wanted_mode(args.mode, state.mode, directory)
         fixes, attr_diff = attribute_fixes(path, state, mode, args.owner, args.group)
-        lines = first + fixes
+        touches, old_times, new_times = time_fixes(path, args.times, (state.atime, state.mtime))
+        lines = first + fixes + more[0] + touches
         if not lines:
             return Plan(False)
         plan = self._change("\n".join(lines), before, after, path)
-        plan.diff["before"] += "".join(f"{k}={v}\n" for k, v in attr_diff["before"].items())
-        plan.diff["after"] += "".join(f"{k}={v}\n" for k, v in attr_diff["after"].items())
+        olds, news = {**attr_diff["before"], **old_times}, {**attr_diff["after"], **new_times}
+        plan.diff["before"] += "".join(f"{k}={v}\n" for k, v in olds.items()) + more[1]
+        plan.diff["after"] += "".join(f"{k}={v}\n" for k, v in news.items()) + more[2]
         return plan
 
     def _directory(self, args: FileArgs, path: str, state: PathState) -> Plan:
@@ -142,10 +259,16 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
             return Plan(
                 False, failed=True, msg=f"{path} exists and is a {state.type}, not a directory"
             )
+        more: tuple[list[str], str, str] = ([], "", "")
+        if args.recurse and state.type == "directory":
+            found = tree_fixes(args, path, state)
+            if isinstance(found, str):
+                return Plan(False, failed=True, msg=found)
+            more = found
         # Each folder made on the way is new too: the same mode comes out for all of them.
         mode = wanted_mode(args.mode, "", directory=True)
         first = _make_directories(path, mode, args) if state.type == "absent" else []
-        return self._with_attributes(first, path, state, args, "directory")
+        return self._with_attributes(first, path, state, args, "directory", more)
 
     def _file(self, args: FileArgs, path: str, state: PathState) -> Plan:
         return self._with_attributes([], path, state, args, "file")
@@ -172,6 +295,53 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
         lines.append(f"mv -Tf -- {q(tmp)} {q(path)}")
         before = f"link -> {state.target}" if current == "link" else current
         return self._change("\n".join(lines), before, f"link -> {src}", path)
+
+    def _hard(self, args: FileArgs, path: str, state: PathState) -> Plan:
+        """A hard link at `path` (or, where a folder is, inside it under src's name) to
+        `src`, decided as ansible-core decides it: by inode; a file or another hard link
+        in the way needs `force`; a symbolic link is replaced (one to `src`, as written,
+        is left). The attributes and times then apply to the linked file."""
+        src, path = str(args.src), state.at or path
+        have = _ansible_state(state)
+        source = state.src or PathState()
+        if source.type == "absent":
+            return Plan(False, failed=True, msg="src does not exist")
+        link = have != "link" or state.target != src
+        if have == "directory":
+            if state.id == source.id:
+                return Plan(False)
+            words = "Cannot link: different hard link exists at destination"
+            why = words if not args.force else f"Error while replacing: {path} is a directory"
+            return Plan(False, failed=True, msg=why)
+        if have == "hard" and state.id == source.id:
+            link = False
+        elif have in ("hard", "file") and not args.force:
+            other = "different hard link" if have == "hard" else "file"
+            return Plan(False, failed=True, msg=f"Cannot link, {other} exists at destination")
+        if link and source.type == "directory":
+            return Plan(
+                False,
+                failed=True,
+                msg=f"Error while linking: hard link not allowed for directory: {src} -> {path}",
+            )
+        first = []
+        if link and have == "absent":
+            first = [f"ln -L -- {q(src)} {q(path)}"]
+        elif link:  # beside it, then renamed over it: never a moment without a file there
+            tmp = q(f"{path}.pctfleet-tmp")
+            first = [f"rm -f -- {tmp}", f"ln -L -- {q(src)} {tmp}", f"mv -Tf -- {tmp} {q(path)}"]
+        # Once linked, the path is src's inode: its attributes and times are src's.
+        linked = dataclasses.replace(source, type="file")
+        before = have if have != "link" else f"link -> {state.target}"
+        return self._with_attributes(first, path, linked, args, "hard", before=before, new=False)
+
+
+def _ansible_state(state: PathState) -> str:
+    """ansible-core's name for what is at a path: a file with more than one link is
+    `hard`."""
+    if state.type == "file" and state.links.isdigit() and int(state.links) > 1:
+        return "hard"
+    return state.type
 
 
 def _make_directories(path: str, mode: str | None, args: FileArgs) -> list[str]:
