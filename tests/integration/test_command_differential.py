@@ -184,3 +184,29 @@ def test_what_a_command_registers_as_in_ansible(tmp_path):
     shown = {row[0]: row[2] for row in ours["tasks"]}
     assert "start=True end=True delta=True" in shown["shows ran"]
     assert "start=absent" in shown["shows missing"]
+
+
+WHERE_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  tasks:
+    - {name: where, command: pwd, register: here}
+    - {name: a relative path, shell: "cat data.txt", register: read}
+    - name: shows
+      debug: {msg: "{{ here.stdout == playbook_dir }} {{ read.stdout }}"}
+"""
+
+
+def test_local_runs_commands_in_the_playbook_folder_as_ansible_c_local_does(tmp_path):
+    """Both tools are started from another folder (this process's)."""
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        (folder / "book.yml").write_text(WHERE_BOOK)
+        (folder / "data.txt").write_text("beside the playbook\n")
+    ours, theirs = differ.local_side_by_side("command-where", [1, WHERE_BOOK], tmp_path, _no_files)
+    assert ours == theirs
+    assert ours["tasks"][-1][2] == "True beside the playbook"
+
+
+def _no_files(_: Path) -> list:
+    return []

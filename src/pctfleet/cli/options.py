@@ -216,7 +216,8 @@ class Where:
     connection: str = opt(
         "--connection -c",
         "'ssh': containers on Proxmox nodes (SSH, pct exec). 'local': this machine, no "
-        "inventory (host 'localhost' on node 'local', ctid 0; vars from the playbook and -e).",
+        "inventory (host 'localhost' on node 'local', ctid 0; vars from the playbook and -e; "
+        "a playbook's commands run in its folder, as with ansible-playbook -c local).",
         "ssh",
     )
     local: bool = flag("--local", "Short for --connection local.")

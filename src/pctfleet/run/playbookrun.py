@@ -37,6 +37,7 @@ from pctfleet.run.signals import sigterm_as_interrupt
 from pctfleet.run.taskargs import task_args
 from pctfleet.status import SUCCESS, Status
 from pctfleet.transport.connections import build_fleet
+from pctfleet.transport.local import LocalTarget
 from pctfleet.transport.options import ConnectOptions
 
 
@@ -238,6 +239,9 @@ def _execute(
     runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in request.containers}
     fleet = (fleet_factory or build_fleet)(request.containers, request.connect)
     targets = {c.key: t for c, t in zip(request.containers, fleet.targets, strict=True)}
+    for target in targets.values():
+        if isinstance(target, LocalTarget):  # --local: where ansible-playbook -c local runs
+            target.cwd = request.options.base_dir
     kept = {c.key: HostState() for c in request.containers}  # from play to play
     try:
         for play, containers in prepared.plays:

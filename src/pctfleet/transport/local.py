@@ -33,6 +33,9 @@ class LocalTarget(Target):
         self.name = name
         self.calls = 0
         self.timeout = timeout  # a call's limit when it names none, like --timeout over SSH
+        # Where commands run (None: here). A playbook run sets its playbook's folder,
+        # where ansible-playbook -c local runs them.
+        self.cwd: str | None = None
 
     def _run(
         self,
@@ -51,6 +54,7 @@ class LocalTarget(Target):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            cwd=self.cwd,
         )
         threads = [
             threading.Thread(target=_feed, args=(process, stdin), daemon=True),
