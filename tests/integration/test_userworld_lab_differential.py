@@ -7,7 +7,8 @@ files (type, mode, owner, group, links, size, content, mtime), must be the same.
 
 It covers symbolic modes, `validate`, `file` with `recurse`/`state: hard`/a fixed
 `modification_time`, what `command` registers (`cmd`, a program that cannot start),
-`include_vars` of a folder and a templated `notify`. Ansible's outcome is kept by its
+`include_vars` of a folder, `copy` of a folder and with `remote_src`, and a templated
+`notify`. Ansible's outcome is kept by its
 inputs (differ.cached), so only pctfleet's side runs again.
 """
 
@@ -85,6 +86,10 @@ BOOK = r"""
         msg: >-
           {{ missing.rc }} {{ missing.msg }} {{ missing.changed }} {{ ran.cmd }}
           {{ ran.start is string }}
+    - name: a folder from the controller
+      copy: {src: conf/, dest: "{{ d }}/conf", directory_mode: "0750", mode: "0640"}
+    - name: a file already in the container
+      copy: {src: "{{ d }}/keep/app.conf", dest: "{{ d }}/copied.conf", remote_src: true}
     - name: a vars folder
       include_vars: {dir: vars.d, name: conf}
     - name: what it read
@@ -94,6 +99,7 @@ BOOK = r"""
       copy: {content: "restarted\n", dest: "{{ d }}/restarted"}
 """.replace("DIR", DIR, 1)
 VARS = {"vars.d/a.yml": "a: 1\nshared: from-a\n", "vars.d/b.yml": "b: 2\nshared: from-b\n"}
+VARS |= {"conf/a.txt": "a\n", "conf/sub/b.txt": "b\n", "conf/empty/.keep": ""}
 SNAPSHOT = (
     f"cd {DIR} && find . -mindepth 1 | sort | while read -r p; do "
     'printf "%s %s\\n" "$p" "$(stat -c "%F %a %U %G %h %s" "$p")"; '

@@ -8,14 +8,18 @@ import functools
 import hashlib
 import json
 import os
+import posixpath
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError
+from pctfleet.modules import copyremote, copytree
 from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, Push, World
+from pctfleet.modules.copytree import Tree, file_result
 from pctfleet.modules.file import PathState, attribute_fixes, path_state, stat_probe
 from pctfleet.modules.modes import Mode, file_mode, stat_text, wanted_mode
 from pctfleet.modules.textfile import TEXT_LIMIT, backup_name
@@ -57,11 +61,15 @@ class ContentArgs(Args):
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
-        args = super().parse(raw, ctx, where)
-        dest = args.dest
-        if dest.endswith("/") and args.src:
-            dest += Path(args.src).name
-        return dataclasses.replace(args, dest=dest, data=args.read(ctx, where))
+        return super().parse(raw, ctx, where).prepared(ctx, where)
+
+    def prepared(self, ctx: Context, where: str) -> Self:
+        """The arguments with what `dest` must hold read (a `dest` ending in / gets the
+        name of `src`)."""
+        dest = self.dest
+        if dest.endswith("/") and self.src:
+            dest += Path(self.src).name
+        return dataclasses.replace(self, dest=dest, data=self.read(ctx, where))
 
     @classmethod
     def context_key(
@@ -75,7 +83,7 @@ class ContentArgs(Args):
         try:
             src = text(render(raw["src"], variables, where=""), "")
             path = cls.locate(src, Context(base_dir, variables), "")
-            stamp = _stamp(path)
+            stamp = cls.stamp(path, raw, src)
             names = cls.file_names(path, stamp)
         except Exception:  # noqa: BLE001 - parsing reports it, with its own `where`
             return None
@@ -91,6 +99,11 @@ class ContentArgs(Args):
         """The variables the file's bytes depend on (a plain copy: none)."""
         return frozenset()
 
+    @classmethod
+    def stamp(cls, path: Path, raw: Mapping[str, Any], src: str) -> tuple:
+        """What decides the bytes read from `path` (its stat)."""
+        return _stamp(path)
+
     def check(self, ctx: Context, where: str) -> None:
         if not self.dest.startswith("/"):
             raise self.fail(f"'dest' must be an absolute path, got {self.dest!r}", where)
@@ -98,15 +111,92 @@ class ContentArgs(Args):
     def read(self, ctx: Context, where: str) -> bytes:
         raise NotImplementedError
 
+    def parents(self) -> tuple[Mode | None, str | None, str | None] | None:
+        """The attributes of the folders the task makes above `dest` (None: as the push
+        makes them)."""
+        return None
+
     @property
     def push_owner(self) -> str:
         owner, group = self.owner or "", self.group or ""
         return f"{owner}:{group}" if group else owner
 
 
+PRESERVE = Mode("preserve")  # `mode: preserve`: the source file's own mode
+
+
+def _copy_mode(value: Any, where: str) -> Mode:
+    """copy's `mode`: as `file_mode` reads it, or `preserve`."""
+    return PRESERVE if value == "preserve" else file_mode(value, where)
+
+
 @dataclass(frozen=True)
 class CopyArgs(ContentArgs):
     content: str | None = arg(None, convert=_any_text)
+    mode: Mode | None = arg(None, convert=_copy_mode)
+    directory_mode: Mode | None = arg(None, convert=file_mode)
+    remote_src: bool = arg(False, convert=flag)
+    local_follow: bool = arg(True, convert=flag)
+    # Not an argument: a folder `src` as walked on the controller (copytree.py).
+    tree: Tree | None = dataclasses.field(default=None, repr=False)
+
+    @classmethod
+    def context_key(
+        cls, raw: Mapping[str, Any], variables: Mapping[str, Any], base_dir: str
+    ) -> tuple[frozenset[str], tuple] | None:
+        remote = raw.get("remote_src", False)
+        if isinstance(remote, str):  # templated, or a word: parsed anew each time
+            return None
+        if remote:  # nothing on the controller is read
+            return frozenset(), ()
+        return super().context_key(raw, variables, base_dir)
+
+    @classmethod
+    def stamp(cls, path: Path, raw: Mapping[str, Any], src: str) -> tuple:
+        if not path.is_dir():
+            return _stamp(path)
+        follow = raw.get("local_follow", True)
+        if not isinstance(follow, bool):
+            raise ValueError("local_follow is templated: parsed anew")
+        return copytree.stamp(path, src.endswith("/"), follow)
+
+    def check(self, ctx: Context, where: str) -> None:
+        super().check(ctx, where)
+        if self.remote_src:
+            if self.content is not None or not self.src:
+                raise self.fail("remote_src needs 'src', a path in the container", where)
+            if not self.src.startswith("/"):
+                raise self.fail(
+                    f"with remote_src 'src' must be an absolute path, got {self.src!r}", where
+                )
+            if self.validate:
+                raise self.fail("validate with remote_src is not supported", where)
+        if self.mode == PRESERVE and self.content is not None:
+            raise self.fail("mode: preserve needs 'src' (content has no mode to keep)", where)
+
+    @property
+    def preserve(self) -> bool:
+        return self.mode == PRESERVE
+
+    def prepared(self, ctx: Context, where: str) -> Self:
+        if self.remote_src:  # where it goes is decided in the container (copyremote.py)
+            return self
+        if self.content is None and self.src:
+            path = self.locate(self.src, ctx, where)
+            if path.is_dir():
+                return self._tree(path, where)
+        args = super().prepared(ctx, where)
+        if self.preserve:
+            path = self.locate(self.src, ctx, where)
+            mode = f"{stat.S_IMODE(path.stat().st_mode):04o}"
+            args = dataclasses.replace(args, mode=file_mode(mode, where))
+        return args
+
+    def _tree(self, path: Path, where: str) -> Self:
+        if self.backup:
+            raise self.fail("backup with a folder as 'src' is not supported", where)
+        tree = copytree.walk(path, self.src.endswith("/"), self.local_follow, where)
+        return dataclasses.replace(self, tree=tree)
 
     def read(self, ctx: Context, where: str) -> bytes:
         if self.content is not None:
@@ -128,6 +218,13 @@ class CopyArgs(ContentArgs):
             found = [b / "files" / path for b in _bases(ctx)] + [Path(ctx.base_dir) / path]
             path = next((p for p in found if p.exists()), found[-1])
         return path
+
+    def parents(self) -> tuple[Mode | None, str | None, str | None] | None:
+        """The mode, owner and group of the folders the copy makes above its file (None:
+        none asked, they are made as the push makes them)."""
+        if self.directory_mode is None and not self.owner and not self.group:
+            return None
+        return self.directory_mode, self.owner, self.group
 
 
 _NEWLINES = {"\\n": "\n", "\\r": "\r", "\\r\\n": "\r\n"}  # as written in YAML's plain text
@@ -245,19 +342,36 @@ def _template_candidates(src: str, role: str | None, base_dir: str) -> tuple[Pat
 
 @dataclass(frozen=True)
 class FileContent:
-    """What is at `dest`, and for a regular file its sha256 (and its bytes, for a diff)."""
+    """What is at `dest`, and for a regular file its sha256 (and its bytes, for a diff);
+    `above`: the folders above it, where the copy makes missing ones with attributes."""
 
     path: PathState = field(default_factory=PathState)
     sha256: str = ""
     content: bytes | None = None
+    above: copytree.TreeReading = field(default_factory=copytree.TreeReading)
+
+
+def _kind(args: Any) -> str:
+    """Which copy this is: file (content or a controller file), tree (a controller
+    folder), remote (`remote_src`)."""
+    if getattr(args, "remote_src", False):
+        return "remote"
+    return "tree" if getattr(args, "tree", None) is not None else "file"
 
 
 class ContentStat(FactReader[FileContent]):
-    """`stat` of `dest` plus the sha256 of the file there; its text too when diffing."""
+    """`stat` of `dest` plus the sha256 of the file there; its text too when diffing.
+    A folder copied reads every path it writes (copytree), `remote_src` both sides
+    (copyremote)."""
 
     State = FileContent
 
     def command(self, args: ContentArgs, want_diff: bool) -> str:
+        kind = _kind(args)
+        if kind == "tree":
+            return copytree.probe(args.tree, args.dest)
+        if kind == "remote":
+            return copyremote.probe(args)
         # A backup is pushed from the bytes read here, so `backup` reads them up to 4 MiB.
         limit = TEXT_LIMIT if args.backup else DIFF_LIMIT
         inputs = {
@@ -265,16 +379,26 @@ class ContentStat(FactReader[FileContent]):
             "WANT_DIFF": int(want_diff or args.backup),
             "DIFF_LIMIT": limit,
         }
-        return stat_probe(args.dest) + "\n" + snippet("file_content", **inputs)
+        read = stat_probe(args.dest) + "\n" + snippet("file_content", **inputs)
+        if args.parents() is not None:
+            read += "\n" + snippet("copy_tree_fact", argv=_above_file(args.dest), KINDS_ONLY=1)
+        return read
 
     def parse(self, reading: Fact) -> FileContent:
         fields = reading.fields()
         content = base64.b64decode(fields["content"]) if "content" in fields else None
-        return FileContent(path_state(fields), fields.get("sha256", ""), content)
+        above = copytree.parse(reading) if "kinds" in fields else copytree.TreeReading()
+        return FileContent(path_state(fields), fields.get("sha256", ""), content, above)
 
     def converged(self, args: ContentArgs, world: World) -> dict[str, str]:
+        kind = _kind(args)
+        if kind == "tree":
+            return copytree.converged(args, world)
+        if kind == "remote":
+            return copyremote.converged(args, world)
         world.files[args.dest] = args.data  # a later task (server's env_file) reads it
-        return {
+        above = {"kinds": "d" * len(_above_file(args.dest))} if args.parents() else {}
+        return above | {
             "type": "file",
             "mode": stat_text(wanted_mode(args.mode, "") or "0644"),
             "owner": args.owner or "root",
@@ -283,10 +407,34 @@ class ContentStat(FactReader[FileContent]):
         }
 
 
+def _above_file(dest: str) -> list[str]:
+    """The folders above a file, top first: `/a/b/f` -> [/a, /a/b]."""
+    return copytree.above(posixpath.dirname(dest))
+
+
 class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
-    """Write `content` (or a local `src` file) to `dest` in the container."""
+    """Write `content` (or a local `src` file or folder) to `dest` in the container, or
+    copy a file or folder already there (`remote_src`)."""
+
+    def decide(self, args: Any, reading: Fact | None, check: bool) -> Plan:
+        kind = _kind(args)
+        if kind == "tree":
+            state = copytree.parse(reading) if reading is not None else copytree.TreeReading()
+            return copytree.plan(args, state, check)
+        if kind == "remote":
+            return copyremote.plan(args, copyremote.parse(reading), check)
+        return super().decide(args, reading, check)
 
     def plan(self, args: ContentArgs, state: FileContent, check: bool) -> Plan:
+        plan = self._plan(args, state)
+        parents = args.parents()
+        if plan.pushes and parents is not None:  # made by the push, then given attributes
+            lines = made_folders(_above_file(args.dest), state.above, *parents)
+            if lines:
+                plan.script = (plan.script or "set -e\n") + "".join(f"{x}\n" for x in lines)
+        return plan
+
+    def _plan(self, args: ContentArgs, state: FileContent) -> Plan:
         dest, data = args.dest, args.data
         if state.path.type == "directory":
             return Plan(False, failed=True, msg=f"{dest} is a directory")
@@ -317,20 +465,27 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
         return Plan(True, script="set -e\n" + "\n".join(fixes) + "\n", diff=diff, result=result)
 
 
+def made_folders(
+    paths: list[str],
+    reading: copytree.TreeReading,
+    mode: Mode | None,
+    owner: str | None,
+    group: str | None,
+) -> list[str]:
+    """Shell lines giving the folders among `paths` the probe did not find (made by the
+    push's `mkdir -p`, or here) `directory_mode`, `owner` and `group`, as ansible-core's
+    copy gives the folders it makes above a file."""
+    if len(reading.seen) != len(paths):  # not read: never touch a folder that may be there
+        return []
+    lines = []
+    for index, path in enumerate(paths):
+        if reading.at(index).kind == "a":
+            lines += copytree.new_folder(path, mode, owner, group)
+    return lines
+
+
 def _written(args: ContentArgs, state: FileContent, mode: str) -> dict[str, Any]:
-    """What ansible-core registers about the file copy or template leaves: its sha1
-    `checksum`, `size`, `mode`, `owner` and `group` where known here (the task's, or
-    what the probe read), never made up."""
-    data = args.data
-    out = {"dest": args.dest, "state": "file", "checksum": hashlib.sha1(data).hexdigest()}  # noqa: S324
-    out |= {"size": len(data), "mode": mode} if mode else {"size": len(data)}
-    for key, given, read in (
-        ("owner", args.owner, state.path.owner),
-        ("group", args.group, state.path.group),
-    ):
-        if given or read:
-            out[key] = given or read
-    return out
+    return file_result(args, args.dest, args.data, mode, state.path.owner, state.path.group)
 
 
 class Template(Copy, name="template", args=TemplateArgs):
