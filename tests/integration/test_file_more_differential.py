@@ -314,3 +314,44 @@ def test_ansible_fails_the_bad_arguments_with_those_words(tmp_path):
     theirs = differ.cached("file-more-bad", [CALL, book], ansible)
     for (name, (_, words)), msg in zip(BAD.items(), theirs["msgs"], strict=True):
         assert words in msg, (name, msg)
+
+
+SETID_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {o: "{{ playbook_dir }}/out"}
+  tasks:
+    - name: owner and the same set-uid mode
+      file: {path: "{{ o }}/suid", owner: nobody, mode: "4755"}
+    - {name: group and a set-gid mode, file: {path: "{{ o }}/sgid", group: nogroup, mode: "2775"}}
+    - {name: owner and no mode, file: {path: "{{ o }}/plain", owner: nobody}}
+    - name: copy with owner and a set-uid mode
+      copy: {content: "x\n", dest: "{{ o }}/copied", owner: nobody, mode: "4755"}
+    - name: lineinfile with owner and a set-uid mode
+      lineinfile: {path: "{{ o }}/lines", line: x, owner: nobody, mode: "4755"}
+"""
+
+
+def test_owner_is_set_before_the_mode_as_ansible_sets_them(tmp_path):
+    """chown drops a file's set-id bits: set after it, the mode keeps them."""
+
+    def ground(folder: Path) -> None:
+        out = folder / "out"
+        out.mkdir(parents=True)
+        for name, mode in (("suid", 0o4755), ("sgid", 0o2775), ("plain", 0o4755)):
+            (out / name).write_text("x\n")
+            (out / name).chmod(mode)
+        (out / "copied").write_text("x\n")
+        (out / "copied").chmod(0o4755)
+        (out / "lines").write_text("x\n")
+        (out / "lines").chmod(0o4755)
+        (folder / "book.yml").write_text(SETID_BOOK)
+
+    def modes(folder: Path) -> dict:
+        return {p.name: f"{p.stat().st_mode & 0o7777:04o}" for p in (folder / "out").iterdir()}
+
+    for side in ("ansible", "pctfleet"):
+        ground(tmp_path / side)
+    ours, theirs = differ.local_side_by_side("file-setid", [1, SETID_BOOK], tmp_path, modes)
+    assert ours == theirs
+    assert ours["files"]["suid"] == "4755" and ours["files"]["plain"] == "0755"

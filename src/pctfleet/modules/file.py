@@ -11,7 +11,7 @@ from typing import Any, Self
 from pctfleet.modules.args import Args, Context, arg, flag, text
 from pctfleet.modules.base import Fact, FactReader, Module, Plan, World, q
 from pctfleet.modules.filetimes import time_fixes, wall_clock
-from pctfleet.modules.filetree import Entries, parse_tree, same_id, tree_fixes
+from pctfleet.modules.filetree import Entries, chown_kept_mode, parse_tree, same_id, tree_fixes
 from pctfleet.modules.modes import Mode, file_mode, stat_text, wanted_mode
 from pctfleet.sh import snippet
 
@@ -121,11 +121,10 @@ def attribute_fixes(
     """Shell lines that bring mode/owner/group to the wanted values, and the diff of them.
 
     `mode` is 4-digit octal, a symbolic one already resolved against `state.mode`
-    (`modes.wanted_mode`): both sides of the comparison are numbers written alike."""
+    (`modes.wanted_mode`): both sides of the comparison are numbers written alike.
+    ansible-core's order: owner, group, then the mode, compared with what chown left
+    (Linux drops a file's set-user-ID, and set-group-ID with group execute)."""
     lines, before, after = [], {}, {}
-    if mode and state.mode != mode:
-        lines.append(f"chmod {mode} -- {q(path)}")
-        before["mode"], after["mode"] = state.mode, mode
     for key, tool, wanted, number in (
         ("owner", "chown", owner, state.uid),
         ("group", "chgrp", group, state.gid),
@@ -134,6 +133,12 @@ def attribute_fixes(
         if wanted and not same_id(str(wanted), number, have):
             lines.append(f"{tool} -- {q(wanted)} {q(path)}")
             before[key], after[key] = have, str(wanted)
+    left = state.mode
+    if lines and left and state.type != "directory":
+        left = f"{chown_kept_mode(int(left, 8)):04o}"
+    if mode and left != mode:
+        lines.append(f"chmod {mode} -- {q(path)}")
+        before["mode"], after["mode"] = state.mode, mode
     return lines, {"before": before, "after": after}
 
 
