@@ -85,3 +85,42 @@ def test_role_defaults_and_vars_reach_where_ansible_lets_them(tmp_path):
     shown = {row[0]: row[2] for row in ours["tasks"]}
     assert shown["private stays private"] == "not seen not seen"
     assert shown["venv show"] == "other" and ours["files"] == {"handler": "pd\n"}
+
+
+DUPLICATES_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {out: "{{ playbook_dir }}/out"}
+  roles:
+    - cuda
+  tasks:
+    - include_role: {name: cuda}
+    - include_role: {name: cuda, allow_duplicates: false}
+    - include_role: {name: other}
+    - include_role: {name: other}
+    - include_role: {name: other, allow_duplicates: false}
+    - include_role: {name: never_ran, allow_duplicates: false}
+"""
+DUPLICATES_FILES = {
+    f"roles/{role}/tasks/main.yml": (
+        f'- {{name: "{role} ran", shell: "echo {role} >> {{{{ out }}}}/order"}}\n'
+    )
+    for role in ("cuda", "other", "never_ran")
+}
+
+
+def test_allow_duplicates_false_passes_a_role_that_ran_by(tmp_path):
+    """As ansible-core: an include_role with `allow_duplicates: false` does not run a
+    role that already ran for the host (from `roles:` or an include); unnamed, an
+    include_role is called "include_role : ROLE"."""
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        (folder / "out").mkdir(parents=True)
+        for name, text in {"book.yml": DUPLICATES_BOOK, **DUPLICATES_FILES}.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+    inputs = [CALL, DUPLICATES_BOOK, DUPLICATES_FILES]
+    ours, theirs = differ.local_side_by_side("include-role-dups", inputs, tmp_path, _files)
+    for row in (*ours["tasks"], *theirs["tasks"]):
+        row[2] = ""
+    assert ours == theirs
+    assert ours["files"]["order"] == "cuda\ncuda\nother\nother\nnever_ran\n"

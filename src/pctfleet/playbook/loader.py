@@ -883,7 +883,9 @@ def _include_task(
     _check_jinja(args, m, key, ctx)
     fields = _task_fields(m, ctx)
     _check_delegation(m, "delegate_to", kind, fields, ctx)
-    name = _text(m, "name", ctx, kind) or kind
+    # Unnamed, ansible-core calls an include_role "include_role : ROLE" (as written).
+    unnamed = f"{key} : {args.get('name')}" if kind == "include_role" else kind
+    name = _text(m, "name", ctx) or unnamed
     current = reader.imports[-1] if reader.imports else reader.path
     include = Include(reader, current, handler, applied)
     task = Task(name, kind, args, loc=m.where(), include=include, **fields)

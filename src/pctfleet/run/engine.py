@@ -180,6 +180,7 @@ class ContainerEngine:
         self.runtime: set[str] = set()  # registered and set_fact names: over task vars
         self.fact_names: set[str] = set()  # gathered (here or in an earlier play)
         self.default_names: set[str] = set()  # set by an included role's defaults
+        self.roles_run: set[tuple] = set()  # roles a task of which ran here (_role_ident)
         self.names: dict[int, str] = {}  # each task's name as shown, by id(task)
         self.notified: list[str] = []
         self.deferred: set[int] = set()  # handlers notified in a flush after they ran
@@ -305,6 +306,8 @@ class ContainerEngine:
                     continue
             else:
                 result = self._run_task(task, remaining, handler)
+            if task.role:  # an include_role with allow_duplicates: false passes it by
+                self.roles_run.add(_role_ident(task.role, task.params))
             # Marked before it is reported: the journal and the live output say "ignored" too.
             result.ignored = result.status == "failed" and bool(task.ignore_errors)
             self.run.tasks.append(result)
@@ -436,6 +439,8 @@ class ContainerEngine:
                     scopes.append((scope, item))
         for number, (scope, item) in enumerate(scopes):
             args = render(dict(task.args), scope, where=where)
+            if _ran_before(task, args, self.roles_run):
+                continue
             nodes, handlers, role = expand_include(task, args, item)
             if role is not None and as_bool(args.get("public")):
                 self._publish(role.defaults, role.exports)
@@ -1005,3 +1010,20 @@ def _why(result: TaskResult) -> str:
         return result.msg
     said = (failure.get("stderr") or failure.get("stdout") or "").strip().splitlines()
     return f"{result.msg} (rc {failure['rc']})" + (f": {said[-1]}" if said else "")
+
+
+_MAGIC_PARAMS = frozenset({"role_path", "role_name"})
+
+
+def _role_ident(role: str, params: dict) -> tuple:
+    """A role as ansible-core tells its runs apart: its name and its params."""
+    shown = sorted((k, repr(v)) for k, v in params.items() if k not in _MAGIC_PARAMS)
+    return role, tuple(shown)
+
+
+def _ran_before(task: Any, args: dict, roles_run: set) -> bool:
+    """An include_role with `allow_duplicates: false` whose role already ran here (from
+    roles:, an import or an include), which ansible-core passes by."""
+    if task.module != "include_role" or as_bool(args.get("allow_duplicates", True)):
+        return False
+    return _role_ident(str(args["name"]).rsplit("/", 1)[-1], {}) in roles_run
