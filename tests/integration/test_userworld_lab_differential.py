@@ -1,16 +1,17 @@
-"""The newest Ansible semantics on ground pctfleet did not make: a Debian 13 container
-with systemd as PID 1, its files laid out by hand (modes, owners, a tree, a hard link
-target), run by ansible-playbook through proxmox_pct_remote and by pctfleet through
-`pct exec`, one after the other on the same container, each from the same hand-made
-start and twice. Per task the status and the debug lines, and after the first run the
-files (type, mode, owner, group, links, size, content, mtime), must be the same.
+"""The newest Ansible semantics on ground pctfleet did not make: Debian 12 and 13
+containers with systemd as PID 1, their files laid out by hand (modes, owners, a tree,
+a hard link target), run by ansible-playbook through proxmox_pct_remote and by
+pctfleet through `pct exec`, one after the other on the same container, each from the
+same hand-made start and twice. Per task the status and the debug lines, and after
+the first run the files (type, mode, owner, group, links, size, content, mtime), must
+be the same.
 
 It covers symbolic modes, `validate`, `file` with `recurse`/`state: hard`/a fixed
 `modification_time`, what `command` registers (`cmd`, a program that cannot start),
-`include_vars` of a folder, `copy` of a folder and with `remote_src`, and a templated
-`notify`. Ansible's outcome is kept by its
-inputs (differ.cached), so only pctfleet's side runs again.
-"""
+`include_vars` of a folder, `copy` of a folder and of a file or folder already in the
+container (`remote_src`, read with the container's python3), and a templated `notify`.
+Ansible's outcome is kept by its inputs (differ.cached), so only pctfleet's side runs
+again."""
 
 from __future__ import annotations
 
@@ -90,6 +91,8 @@ BOOK = r"""
       copy: {src: conf/, dest: "{{ d }}/conf", directory_mode: "0750", mode: "0640"}
     - name: a file already in the container
       copy: {src: "{{ d }}/keep/app.conf", dest: "{{ d }}/copied.conf", remote_src: true}
+    - name: a folder already in the container
+      copy: {src: "{{ d }}/tree/", dest: "{{ d }}/tree-copy", remote_src: true}
     - name: a vars folder
       include_vars: {dir: vars.d, name: conf}
     - name: what it read
@@ -106,15 +109,16 @@ SNAPSHOT = (
     '[ -f "$p" ] && [ ! -L "$p" ] && sha1sum < "$p"; '
     '[ "$p" = ./source ] && stat -c "%Y" "$p"; done; true'
 )
-AT = ("node1", 221)  # trixie, systemd (conftest.EXTRA_CTS)
+# Debian 12 (Python 3.11) and 13 (Python 3.13), both with systemd as PID 1.
+SUITES = ("bookworm", "trixie")
 
 
-def _inventory(lab: Lab) -> dict:
+def _inventory(lab: Lab, at: tuple[str, int]) -> dict:
     info = lab.info
-    host = {"proxmox_vmid": AT[1]}
-    node = {"vars": {"ansible_host": info.node(AT[0]).address}, "hosts": {"userworld": host}}
+    host = {"proxmox_vmid": at[1]}
+    node = {"vars": {"ansible_host": info.node(at[0]).address}, "hosts": {"userworld": host}}
     keys = {"ansible_user": "root", "ansible_ssh_private_key_file": str(info.identity)}
-    return {"all": {"vars": keys, "children": {AT[0]: node}}}
+    return {"all": {"vars": keys, "children": {at[0]: node}}}
 
 
 def _folder(folder: Path, inventory: dict) -> None:
@@ -158,24 +162,25 @@ def _pctfleet_run(lab: Lab, work: Path) -> list:
     return rows
 
 
-def _both_runs(lab: Lab, work: Path, run) -> dict:  # noqa: ANN001
-    differ.in_container(lab, *AT, GROUND)
+def _both_runs(lab: Lab, at: tuple[str, int], work: Path, run) -> dict:  # noqa: ANN001
+    differ.in_container(lab, *at, GROUND)
     first = run(lab, work)
-    state = differ.in_container(lab, *AT, SNAPSHOT)
+    state = differ.in_container(lab, *at, SNAPSHOT)
     return {"first": first, "second": run(lab, work), "state": state}
 
 
-def test_new_semantics_on_a_hand_made_trixie_systemd_container(lab, extra_ct, tmp_path):
-    assert extra_ct("trixie", "systemd") == AT
-    system = differ.in_container(lab, *AT, "cat /etc/os-release; python3 -V; ps -p 1 -o comm=")
-    assert "trixie" in system and "systemd" in system
+@pytest.mark.parametrize("suite", SUITES)
+def test_new_semantics_on_a_hand_made_systemd_container(lab, extra_ct, tmp_path, suite):
+    at = extra_ct(suite, "systemd")
+    system = differ.in_container(lab, *at, "cat /etc/os-release; python3 -V; ps -p 1 -o comm=")
+    assert suite in system and "systemd" in system
     for side in ("ansible", "pctfleet"):
-        _folder(tmp_path / side, _inventory(lab))
+        _folder(tmp_path / side, _inventory(lab, at))
     inputs = [CALL, GROUND, BOOK, VARS, SNAPSHOT, system]
     theirs = differ.cached(
-        "userworld-lab", inputs, lambda: _both_runs(lab, tmp_path / "ansible", _ansible_run)
+        "userworld-lab", inputs, lambda: _both_runs(lab, at, tmp_path / "ansible", _ansible_run)
     )
-    ours = _both_runs(lab, tmp_path / "pctfleet", _pctfleet_run)
+    ours = _both_runs(lab, at, tmp_path / "pctfleet", _pctfleet_run)
     assert ours["first"] == theirs["first"]
     assert ours["second"] == theirs["second"]
     assert ours["state"] == theirs["state"]
