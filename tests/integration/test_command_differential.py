@@ -210,3 +210,27 @@ def test_local_runs_commands_in_the_playbook_folder_as_ansible_c_local_does(tmp_
 
 def _no_files(_: Path) -> list:
     return []
+
+
+BREAKS_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: a value ending in line breaks
+      command: printf '[%s]' $PF_BREAKS ${PF_BREAKS}x
+      environment: {PF_BREAKS: "a\n\n"}
+      register: broken
+    - name: shows
+      debug: {msg: "{{ broken.stdout | to_json }}"}
+"""
+
+
+def test_an_expanded_value_keeps_its_final_line_breaks(tmp_path):
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        (folder / "book.yml").write_text(BREAKS_BOOK)
+    ours, theirs = differ.local_side_by_side(
+        "command-breaks", [1, BREAKS_BOOK], tmp_path, _no_files
+    )
+    assert ours == theirs
+    assert ours["tasks"][-1][2] == '"[a\\n\\n][a\\n\\nx]"'

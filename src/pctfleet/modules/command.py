@@ -85,7 +85,7 @@ def _skipped(args: CommandArgs, guards: Guards | None, check: bool) -> Plan | No
     return None
 
 
-def _run(args: CommandArgs, words: list[str], program: bool) -> Plan:
+def _run(args: CommandArgs, words: list[str], program: bool, reads: list[str] = ()) -> Plan:
     """The change: `words` (sh code, one word each) run in `chdir`, fed `stdin` (a line
     break added unless `stdin_add_newline: false`, as ansible-core does); check mode
     leaves it to the runner. The script ends by printing `trailer` and what
@@ -93,7 +93,7 @@ def _run(args: CommandArgs, words: list[str], program: bool) -> Plan:
     run, or why it did not start. `program`: see first whether the first word is a
     program to start (command; shell's is /bin/sh)."""
     trailer = f"pctfleet-ran-{secrets.token_hex(8)}"
-    lines = [f"set -- {' '.join(words)}"]
+    lines = [*reads, f"set -- {' '.join(words)}"]
     if args.chdir:
         failed = f"{{ printf '%s chdir' {trailer} >&2; exit 1; }}"
         lines.append(f"cd {q(args.chdir)} 2>/dev/null || {failed}")
@@ -129,11 +129,12 @@ _SH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER = re.compile(r"~[A-Za-z0-9._-]*(?=/|$)")
 
 
-def expanded_word(word: str) -> str:
+def expanded_word(word: str, reads: list[str]) -> str:
     """sh code for `word` as ansible-core's command module passes it on: `$NAME` and
     `${NAME}` of a variable in the container's environment replaced (left as written
-    when it is not; `pf_env`, see PF_ENV), then a leading `~` or `~user` made that home.
-    Everything else stays quoted."""
+    when it is not; `pf_env` in sh/lib/run_command.sh), then a leading `~` or `~user`
+    made that home. Everything else stays quoted. Each value is read into a variable
+    first, by a line added to `reads`, so its final line breaks are kept."""
     code, rest = "", word
     if home := _USER.match(word):
         tilde = home.group()
@@ -144,7 +145,9 @@ def expanded_word(word: str) -> str:
         if not _SH_NAME.fullmatch(name):
             continue
         code += q(rest[position : found.start()]) if found.start() > position else ""
-        code += f'"$(pf_env {name} {q(found.group())})"'
+        value = f"pf_v{len(reads)}"
+        reads.append(f"{value}=$(pf_env {name} {q(found.group())}; echo x); {value}=${{{value}%x}}")
+        code += f'"${value}"'
         position = found.end()
     tail = rest[position:]
     return code + (q(tail) if tail or not code else "")
@@ -156,9 +159,12 @@ class Command(Module, name="command", args=CommandArgs, fact=GuardFact()):
     changed_when_failed = True
 
     def plan(self, args: CommandArgs, state: Guards | None, check: bool) -> Plan:
-        spell = expanded_word if args.expand_argument_vars else q
-        words = [spell(word) for word in _argv(args)]
-        return _skipped(args, state, check) or _run(args, words, True)
+        reads: list[str] = []
+        if args.expand_argument_vars:
+            words = [expanded_word(word, reads) for word in _argv(args)]
+        else:
+            words = [q(word) for word in _argv(args)]
+        return _skipped(args, state, check) or _run(args, words, True, reads)
 
     def finish(self, args: CommandArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
         return _ran(self, args, plan, rc, out, err)
