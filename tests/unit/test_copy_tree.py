@@ -6,6 +6,7 @@ tests/integration/test_copy_tree_differential.py."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -136,6 +137,19 @@ def test_the_tree_probe_reads_each_path_in_order(shell: str, tmp_path: Path) -> 
     assert [s.kind for s in seen] == ["d", "f", "l", "a", "f"]
     assert seen[0].mode == "0750" and seen[2].target == "target\nline"
     assert seen[1].sha256.startswith("73cb3858") and seen[4].sha256.startswith("3bb2abb6")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_names_holding_other_line_separators_keep_each_path_s_sum(shell: str, tmp_path: Path):
+    """sha256sum and stat end each line with a line feed only: a name holding U+2028,
+    \\f or \\x1c must not split a line (every file would be written on every run)."""
+    names = ["u\u2028v", "form\ffeed", "sep\x1cx", "plain"]
+    for number, name in enumerate(names):
+        (tmp_path / name).write_text(f"{number}\n")
+    text = copytree.snippet("copy_tree_fact", argv=[str(tmp_path / n) for n in names], KINDS_ONLY=0)
+    seen = copytree.parse(_facts(shell, text)).seen
+    sums = [hashlib.sha256(f"{n}\n".encode()).hexdigest() for n in range(len(names))]
+    assert [s.sha256 for s in seen] == sums and all(s.mode for s in seen)
 
 
 def _run(args, target: LocalTarget, shell: str = "sh"):

@@ -68,7 +68,7 @@ def parse(reading: Fact | None) -> RemoteReading:
         dest=fields.get("dest", ""),
         path=path_state(fields),
         sha1=fields.get("sha1", ""),
-        missing=tuple(line for line in fields.get("missing", "").splitlines() if line),
+        missing=tuple(line for line in fields.get("missing", "").split("\n") if line),
         tree=tree,
         tree_error=fields.get("tree_error", ""),
     )

@@ -218,14 +218,20 @@ def probe(tree: Tree, dest: str) -> str:
     return snippet("copy_tree_fact", argv=[s.path for s in slots(tree, dest)], KINDS_ONLY=0)
 
 
+def _lines(text: str) -> list[str]:
+    """The probe's lines, split at line feeds only: sha256sum and stat end each line
+    with one, and a file name may hold any other line separator (U+2028, \\f, ...)."""
+    return text.split("\n") if text else []
+
+
 def parse(reading: Fact) -> TreeReading:
     """Each path's kind, attributes, sha256 and link target. Lines that do not pair up
     (a path changed between the probe's passes) leave attributes and sums unknown:
     every file is then written again, never wrongly kept."""
     fields = reading.fields()
     kinds = fields.get("kinds", "")
-    stats = [line.split(" ") for line in fields.get("stat", "").splitlines()]
-    sums = [line.lstrip("\\")[:64] for line in fields.get("sums", "").splitlines()]
+    stats = [line.split(" ") for line in _lines(fields.get("stat", ""))]
+    sums = [line.lstrip("\\")[:64] for line in _lines(fields.get("sums", ""))]
     present = [i for i, k in enumerate(kinds) if k != "a"]
     regular = [i for i, k in enumerate(kinds) if k == "f"]
     if len(stats) != len(present) or any(len(s) != 3 for s in stats):

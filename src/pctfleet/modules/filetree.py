@@ -41,7 +41,7 @@ _TREE_LINE = re.compile(r"\s*(\d+) ([a-zA-Z]) ([0-7]{1,4}) (\d+) (\d+) (\S+) (\S
 def parse_tree(text: str) -> tuple[tuple[Entries, ...], tuple[str, ...], bool]:
     """The probe's `uniq -c` lines: the kinds of entry, anything else (find's errors),
     and whether there were more kinds than a plan takes."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in text.split("\n") if line.strip()]
     entries, errors = [], []
     for line in lines[:TREE_KINDS]:
         found = _TREE_LINE.fullmatch(line)
