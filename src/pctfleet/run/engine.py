@@ -651,8 +651,8 @@ class ContainerEngine:
     def _notes(self, task: Any, scope: dict, where: str) -> list[str]:
         """The handlers the task's `notify` calls in `scope` (templates rendered now)."""
         if not any(notify.templated(name) for name in task.notify):
-            return list(task.notify)
-        return notify.notes(task.notify, scope, notify.topics(self.handlers), where)
+            return task.notify
+        return notify.notes(task.notify, scope, where)
 
     def _note_runtime(self, task: Any, registered: dict) -> None:
         """Names later tasks must see over their own `vars` (Ansible's precedence)."""
@@ -904,8 +904,14 @@ class ContainerEngine:
             REGISTRY[task.module].after(registered, self.vars)
             self._note_runtime(task, registered)
         self.vars.update(self.options.extra_vars)  # -e wins over register and set_fact too
-        if status == "changed":
-            called = task.notify if called is None else called
+        called = task.notify if called is None else called
+        rendered = called is not task.notify  # a written name was checked when read
+        why = None
+        if status == "changed" and rendered:
+            why = notify.unknown(called, notify.topics(self.handlers))
+        if why:
+            status, registered["failed"], registered["msg"] = "failed", True, why
+        elif status == "changed":
             self.notified.extend(n for n in dict.fromkeys(called) if n not in self.notified)
         msg = registered.get("msg") or plan.msg or ""
         result = self._result(task, status, str(msg), handler, started)

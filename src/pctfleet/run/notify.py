@@ -1,14 +1,13 @@
 """`notify` as ansible-core reads it when a task is reached: a name with `{{ }}` is
 rendered with the task's variables (each loop item's, before that item runs); one
-that renders to a list names each of its handlers. What it names must be a handler,
-or the task fails before it runs (ansible-core stops the whole run there)."""
+that renders to a list names each of its handlers. What a changed task names must be
+a handler, or the task fails (ansible-core stops the whole run there)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pctfleet.errors import PlaybookError
 from pctfleet.playbook.templating import render
 
 _MARKS = ("{{", "{%")
@@ -28,20 +27,20 @@ def topics(handlers: Iterable[Any]) -> frozenset[str]:
     return frozenset(found)
 
 
-def notes(names: Sequence[str], scope: dict, known: frozenset[str], where: str) -> list[str]:
-    """The handler names `names` call in `scope`."""
+def notes(names: Sequence[str], scope: dict, where: str) -> list[str]:
+    """The handler names `names` call in `scope` (an undefined variable is an error)."""
     called: list[str] = []
     for name in names:
-        if not templated(name):
-            called.append(name)
-            continue
-        value = render(name, scope, where=where)
-        for one in value if isinstance(value, list) else [value]:
-            if str(one) not in known:
-                listed = ", ".join(sorted(known)) or "none defined"
-                raise PlaybookError(
-                    f"notify {name!r} names {str(one)!r}, which is no handler (handlers: {listed})",
-                    where=where,
-                )
-            called.append(str(one))
+        value = render(name, scope, where=where) if templated(name) else name
+        called += [str(one) for one in value] if isinstance(value, list) else [str(value)]
     return called
+
+
+def unknown(called: Sequence[str], known: frozenset[str]) -> str | None:
+    """Why a changed task's notifications fail: a name that is no handler (ansible-core
+    looks handlers up only for a changed result); None when every one is."""
+    missing = [name for name in called if name not in known]
+    if not missing:
+        return None
+    listed = ", ".join(sorted(known)) or "none defined"
+    return f"notify names {missing[0]!r}, which is no handler (handlers: {listed})"
