@@ -329,6 +329,10 @@ SETID_BOOK = r"""
       copy: {content: "x\n", dest: "{{ o }}/copied", owner: nobody, mode: "4755"}
     - name: lineinfile with owner and a set-uid mode
       lineinfile: {path: "{{ o }}/lines", line: x, owner: nobody, mode: "4755"}
+    - name: owner and a symbolic mode
+      file: {path: "{{ o }}/symbolic", owner: nobody, mode: "g+w"}
+    - name: copy with owner and a symbolic mode
+      copy: {content: "x\n", dest: "{{ o }}/symcopy", owner: nobody, mode: "u+x"}
 """
 
 
@@ -345,6 +349,9 @@ def test_owner_is_set_before_the_mode_as_ansible_sets_them(tmp_path):
         (out / "copied").chmod(0o4755)
         (out / "lines").write_text("x\n")
         (out / "lines").chmod(0o4755)
+        for name, mode in (("symbolic", 0o6755), ("symcopy", 0o4755)):
+            (out / name).write_text("x\n")
+            (out / name).chmod(mode)
         (folder / "book.yml").write_text(SETID_BOOK)
 
     def modes(folder: Path) -> dict:
@@ -355,3 +362,4 @@ def test_owner_is_set_before_the_mode_as_ansible_sets_them(tmp_path):
     ours, theirs = differ.local_side_by_side("file-setid", [1, SETID_BOOK], tmp_path, modes)
     assert ours == theirs
     assert ours["files"]["suid"] == "4755" and ours["files"]["plain"] == "0755"
+    assert ours["files"]["symbolic"] == "0775" and ours["files"]["symcopy"] == "0755"

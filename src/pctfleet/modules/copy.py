@@ -457,7 +457,9 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
                 # First, as ansible-core makes it: there even when validate refuses the file.
                 pushes.insert(0, Push(result["backup_file"], state.content, old_mode, ""))
             return Plan(True, pushes=pushes, diff=_diff(dest, state, data), result=result)
-        fixes, attr_diff = attribute_fixes(dest, state.path, wanted, args.owner, args.group)
+        fixes, attr_diff = attribute_fixes(
+            dest, state.path, wanted, args.owner, args.group, args.mode
+        )
         result = _written(args, state, wanted or current) | {"path": dest}
         if not fixes:
             return Plan(False, result=result)

@@ -126,7 +126,8 @@ def _file(args: Any, seen: RemoteReading) -> Plan:
         script = library(("copy_file",)) + "set -e\n" + "".join(f"{x}\n" for x in lines)
         return Plan(True, script=script, diff=diff, result=result)
     wanted = seen.src_mode if args.preserve else wanted_mode(args.mode, current)
-    fixes, attr_diff = attribute_fixes(dest, seen.path, wanted, args.owner, args.group)
+    symbolic = None if args.preserve else args.mode
+    fixes, attr_diff = attribute_fixes(dest, seen.path, wanted, args.owner, args.group, symbolic)
     result |= _registered(args, seen, wanted or current, seen.path)
     if not fixes:
         return Plan(False, result=result)

@@ -201,7 +201,8 @@ class Seen:
 
     @property
     def attributes(self) -> PathState:
-        return PathState("file", "", self.mode, self.owner, self.group)
+        kind = "directory" if self.kind == "d" else "file"  # chown leaves a folder's set-id bits
+        return PathState(kind, "", self.mode, self.owner, self.group)
 
 
 @dataclass(frozen=True)
@@ -334,7 +335,9 @@ def _folder(args: Any, slot: Slot, seen: Seen, lines: list, shown: list) -> None
     if slot.role != "dir":  # dest and the folders above it, once there, are left alone
         return
     wanted = wanted_mode(args.directory_mode, seen.mode, True)
-    fixes, diff = attribute_fixes(slot.path, seen.attributes, wanted, args.owner, args.group)
+    fixes, diff = attribute_fixes(
+        slot.path, seen.attributes, wanted, args.owner, args.group, args.directory_mode
+    )
     if fixes:
         lines += fixes
         shown.append(f"{slot.path}/ {_changes(diff)}")
@@ -359,7 +362,10 @@ def _file(args: Any, slot: Slot, seen: Seen, pushes: list, lines: list, shown: l
         pushes.append(Push(slot.path, item.data, mode, args.push_owner, args.validate or ""))
         shown.append(f"{slot.path} {'written' if seen.kind == 'a' else 'replaced'}")
         return
-    fixes, diff = attribute_fixes(slot.path, seen.attributes, wanted, args.owner, args.group)
+    symbolic = None if args.preserve else args.mode
+    fixes, diff = attribute_fixes(
+        slot.path, seen.attributes, wanted, args.owner, args.group, symbolic
+    )
     if fixes:
         lines += fixes
         shown.append(f"{slot.path} {_changes(diff)}")

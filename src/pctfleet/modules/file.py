@@ -116,14 +116,21 @@ _ATTRIBUTES = ("mode", "owner", "group", "uid", "gid", "id", "atime", "mtime")
 
 
 def attribute_fixes(
-    path: str, state: PathState, mode: str | None, owner: str | None, group: str | None
+    path: str,
+    state: PathState,
+    mode: str | None,
+    owner: str | None,
+    group: str | None,
+    symbolic: Mode | None = None,
 ) -> tuple[list, dict]:
     """Shell lines that bring mode/owner/group to the wanted values, and the diff of them.
 
     `mode` is 4-digit octal, a symbolic one already resolved against `state.mode`
     (`modes.wanted_mode`): both sides of the comparison are numbers written alike.
     ansible-core's order: owner, group, then the mode, compared with what chown left
-    (Linux drops a file's set-user-ID, and set-group-ID with group execute)."""
+    (Linux drops a file's set-user-ID, and set-group-ID with group execute), a
+    `symbolic` mode (the task's, that `mode` was resolved from) resolved again
+    against that."""
     lines, before, after = [], {}, {}
     for key, tool, wanted, number in (
         ("owner", "chown", owner, state.uid),
@@ -136,6 +143,7 @@ def attribute_fixes(
     left = state.mode
     if lines and left and state.type != "directory":
         left = f"{chown_kept_mode(int(left, 8)):04o}"
+        mode = f"{symbolic.resolve(int(left, 8), False):04o}" if symbolic and mode else mode
     if mode and left != mode:
         lines.append(f"chmod {mode} -- {q(path)}")
         before["mode"], after["mode"] = state.mode, mode
@@ -248,7 +256,7 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
             state = PathState(type=state.type)
         directory = "directory" in (after, state.type)  # `X` gives a folder x, always
         mode = wanted_mode(args.mode, state.mode, directory)
-        fixes, attr_diff = attribute_fixes(path, state, mode, args.owner, args.group)
+        fixes, attr_diff = attribute_fixes(path, state, mode, args.owner, args.group, args.mode)
         touches, old_times, new_times = time_fixes(path, args.times, (state.atime, state.mtime))
         lines = first + fixes + more[0] + touches
         if not lines:

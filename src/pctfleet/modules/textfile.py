@@ -182,7 +182,8 @@ def write(
         check = args.validate or ""
         pushes.append(Push(target, new, mode, _owner(state, args), check, validated_as="edit"))
         attrs = PathState("file", "", mode, args.owner or state.owner, args.group or state.group)
-    fixes, _ = attribute_fixes(target, attrs, wanted, args.owner, args.group)
+    symbolic = None if changed else args.mode  # a new file's owner comes with its push
+    fixes, _ = attribute_fixes(target, attrs, wanted, args.owner, args.group, symbolic)
     if fixes:
         script = "set -e\n" + "\n".join(fixes) + "\n"
         msg = f"{msg} and {ATTRS_CHANGED}" if changed else ATTRS_CHANGED
