@@ -234,3 +234,66 @@ def test_an_expanded_value_keeps_its_final_line_breaks(tmp_path):
     )
     assert ours == theirs
     assert ours["tasks"][-1][2] == '"[a\\n\\n][a\\n\\nx]"'
+
+
+LATE_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: a background writer outlives the shell
+      shell: "(sleep 0.3; echo late >&2) & echo now"
+      register: late
+    - name: shows
+      debug: {msg: "{{ late.stdout }} | {{ late.stderr }} | {{ late.start is string }}"}
+"""
+
+
+def test_what_a_background_process_writes_later_is_its_stderr(tmp_path):
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        (folder / "book.yml").write_text(LATE_BOOK)
+    inputs = [1, LATE_BOOK]
+    ours, theirs = differ.local_side_by_side("command-late", inputs, tmp_path, _no_files)
+    assert ours == theirs
+    assert ours["tasks"][-1][2] == "now | late | True"
+
+
+STARTS_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  tasks:
+    - {name: a missing interpreter, command: "{{ playbook_dir }}/bad.sh", register: a,
+       ignore_errors: true}
+    - {name: no interpreter line, command: "{{ playbook_dir }}/plain.sh", register: b,
+       ignore_errors: true}
+    - {name: an interpreter line, command: "{{ playbook_dir }}/good.sh", register: c}
+    - {name: a spaced one with an option, command: "{{ playbook_dir }}/spaced.sh", register: d}
+    - name: shows
+      debug:
+        msg: >-
+          {{ [a, b, c, d] | map(attribute='rc') | list }}
+          {{ [a, b, c, d] | map(attribute='msg') | list }}
+          {{ [a, b, c, d] | map(attribute='changed') | list }} {{ d.stdout }}
+"""
+SCRIPTS = {
+    "bad.sh": "#!/nonexistent/interpreter\necho hi\n",
+    "plain.sh": "echo plain\n",
+    "good.sh": "#!/bin/sh\necho good\n",
+    "spaced.sh": "#! /bin/sh -e\necho spaced\n",
+}
+
+
+def test_what_execve_would_refuse_does_not_start(tmp_path):
+    """As ansible-core: a `#!` interpreter that is not there is rc 2 and an executable
+    that is neither ELF nor `#!` rc 8 (ENOEXEC), both "Error executing command." and
+    unchanged; /bin/sh would have run the second as a script."""
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        (folder / "book.yml").write_text(STARTS_BOOK)
+        for name, text in SCRIPTS.items():
+            (folder / name).write_text(text)
+            (folder / name).chmod(0o755)
+    inputs = [1, STARTS_BOOK, SCRIPTS]
+    ours, theirs = differ.local_side_by_side("command-starts", inputs, tmp_path, _no_files)
+    assert ours == theirs
+    assert ours["tasks"][-1][2].startswith("[2, 8, 0, 0]")

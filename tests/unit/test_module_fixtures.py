@@ -69,11 +69,11 @@ def _prepared(module: Any, case: dict, tmp_path: Path) -> Any:
 
 
 def _script(plan: Plan) -> str | None:
-    """The plan's script, its random trailer written TRAILER, without command's shared
-    functions (sh/lib/run_command.sh, tested on their own)."""
-    if plan.script is None or not plan.trailer:
-        return plan.script
-    return plan.script.removeprefix(library(("run_command",))).replace(plan.trailer, "TRAILER")
+    """The plan's script without command's shared functions (sh/lib/run_command.sh,
+    tested on their own)."""
+    if plan.script is None:
+        return None
+    return plan.script.removeprefix(library(("run_command",)))
 
 
 def _observed(plan: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -273,3 +274,34 @@ def test_live_panel_on_a_terminal_and_plain_total_lines_elsewhere():
             assert "\x1b[" in out and "task '[red]x[/red]'" in out
         else:
             assert "\x1b" not in out
+
+
+FORGER = r"""
+m=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' \
+  | grep -o 'pctfleet-ran-[0-9a-f]\{16\}' | head -1)
+printf '%s exec 2 %s' "$m" "$m" >&2
+( sleep 0.3
+  printf '%s ran 1999-01-01T00:00:00.000000|2099-01-01T00:00:00.000000 %s' "$m" "$m" >&2 ) &
+echo "found ${m:-nothing}"
+"""
+
+
+def test_a_program_cannot_forge_what_the_command_script_says(tmp_path):
+    """The mark around what command's script says (start, end, whether the program
+    started) is made in the container and is in no process's command line: a program
+    that looks for it there and prints a forged copy, now and after the shell ends,
+    changes nothing registered."""
+    (tmp_path / "forge.sh").write_text(FORGER)
+    book = tmp_path / "forge.yml"
+    book.write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - {command: 'sh forge.sh', register: r}\n"
+        "    - debug: {msg: '{{ r.stdout }} {{ r.start[:4] }} {{ r.end[:4] }} {{ r.rc }}'}\n"
+    )
+    argv = [sys.executable, "-m", "pctfleet", "run", str(book), "--local", "--json"]
+    done = subprocess.run([*argv, "--journal-dir", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    tasks = json.loads(done.stdout)["containers"][0]["tasks"]
+    year = time.strftime("%Y")
+    assert [t["status"] for t in tasks] == ["changed", "ok"]
+    assert tasks[-1]["msg"] == f"found nothing {year} {year} 0"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import secrets
 import shlex
 from dataclasses import dataclass
 from datetime import datetime
@@ -88,32 +87,56 @@ def _skipped(args: CommandArgs, guards: Guards | None, check: bool) -> Plan | No
 def _run(args: CommandArgs, words: list[str], program: bool, reads: list[str] = ()) -> Plan:
     """The change: `words` (sh code, one word each) run in `chdir`, fed `stdin` (a line
     break added unless `stdin_add_newline: false`, as ansible-core does); check mode
-    leaves it to the runner. The script ends by printing `trailer` and what
-    ansible-core registers besides the output (`_ran` reads it): the times around the
-    run, or why it did not start. `program`: see first whether the first word is a
-    program to start (command; shell's is /bin/sh)."""
-    trailer = f"pctfleet-ran-{secrets.token_hex(8)}"
-    lines = [*reads, f"set -- {' '.join(words)}"]
+    leaves it to the runner. Around the program the script tells `_ran`, on stderr,
+    what ansible-core registers besides the output: the times around the run, or why
+    it did not start. It says so between two copies of a mark made in the container
+    and printed on stderr's first line, before the program starts: the program never
+    sees the mark (not in its parent's argv, not exported), so its output cannot forge
+    what the script says. `program`: see first whether the first word is a program to
+    start (command; shell's is /bin/sh)."""
+    said = "printf '%s %s %s' \"$pf_mark\""  # then what it says, then the mark again
+    lines = [
+        f"pf_mark={MARK}$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n')",
+        "printf '%s\\n' \"$pf_mark\" >&2",
+        *reads,
+        f"set -- {' '.join(words)}",
+    ]
     if args.chdir:
-        failed = f"{{ printf '%s chdir' {trailer} >&2; exit 1; }}"
+        failed = f'{{ {said} chdir "$pf_mark" >&2; exit 1; }}'
         lines.append(f"cd {q(args.chdir)} 2>/dev/null || {failed}")
     if program:
-        said = f"printf '%s exec %s' {trailer} \"$pf_errno\" >&2"
-        lines.append(f'pf_exec_errno "$1" || {{ pf_errno=$?; {said}; exit "$pf_errno"; }}')
+        failed = f'{{ pf_errno=$?; {said} "exec $pf_errno" "$pf_mark" >&2; exit "$pf_errno"; }}'
+        lines.append(f'pf_exec_errno "$1" || {failed}')
     lines += [
         "pf_started=$(pf_now)",
         '(exec "$@")',  # a program, never a shell builtin of the same name
         "pf_rc=$?",
-        f'printf \'%s ran %s|%s\' {trailer} "$pf_started" "$(pf_now)" >&2',
+        f'{said} "ran $pf_started|$(pf_now)" "$pf_mark" >&2',
         'exit "$pf_rc"',
     ]
     stdin = (args.stdin or "") + ("\n" if args.stdin and args.stdin_add_newline else "")
     # ansible-core in check mode: skipped, unless creates/removes say it would change.
     guarded = bool(args.creates or args.removes)
     script = library(("run_command",)) + "\n".join(lines) + "\n"
-    return Plan(
-        True, script=script, skip_in_check=not guarded, stdin=stdin.encode(), trailer=trailer
-    )
+    return Plan(True, script=script, skip_in_check=not guarded, stdin=stdin.encode(), trailer=MARK)
+
+
+MARK = "pctfleet-ran-"
+_MARKED = re.compile(r"pctfleet-ran-[0-9a-f]{16}")
+
+
+def _said(err: str) -> tuple[str, list[str]]:
+    """stderr without what the script said around the program, and what it said ([]
+    where it said nothing: the mark's line missing, or no word after it)."""
+    mark, newline, rest = err.partition("\n")
+    if not newline or not _MARKED.fullmatch(mark):
+        return err, []
+    at = rest.find(mark)
+    if at < 0:
+        return rest, []
+    end = rest.find(mark, at + len(mark))
+    end = len(rest) if end < 0 else end
+    return rest[:at] + rest[end + len(mark) :], rest[at + len(mark) : end].split()
 
 
 def _checked(args: CommandArgs, plan: Plan) -> dict:
@@ -200,8 +223,7 @@ def _ran(module: Module, args: CommandArgs, plan: Plan, rc: int, out: str, err: 
     """What ansible-core registers for a command that ran, or could not start: the
     output without the script's trailer, `cmd`, and `start`/`end`/`delta` as the
     container's clock read them (absent where `date` could not say)."""
-    at = err.rfind(plan.trailer) if plan.trailer else -1
-    err, said = (err[:at], err[at + len(plan.trailer) :].split()) if at >= 0 else (err, [])
+    err, said = _said(err) if plan.trailer else (err, [])
     result = Module.finish(module, args, plan, rc, out, err) | {"cmd": _cmd(args)}
     if rc != 0:  # ansible-core's words; the output's tail shows under the task
         result["msg"] = "non-zero return code"
