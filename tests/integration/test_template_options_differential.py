@@ -103,3 +103,39 @@ def test_template_files_are_read_as_ansible_reads_them(tmp_path):
     for name, hexed in _files(ours_dir).items():
         assert (name, bytes.fromhex(hexed)) == (name, bytes.fromhex(theirs["files"][name]))
     assert _files(ours_dir).keys() == theirs["files"].keys()
+
+
+INLINE_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {hosts_list: [a, b]}
+  tasks:
+    - name: content with block lines
+      copy:
+        dest: "{{ playbook_dir }}/out.env"
+        content: |
+          # generated
+          {% for h in hosts_list %}
+          HOST_{{ loop.index }}={{ h }}
+          {% endfor %}
+          {% if hosts_list | length > 1 %}
+          MULTI=1
+          {% endif %}
+    - name: a fact with block lines
+      set_fact: {joined: "{% for h in hosts_list %}\n{{ h }}\n{% endfor %}\n"}
+    - name: shows
+      debug:
+        msg: "{{ joined | to_json }} {{ lookup('file', playbook_dir + '/out.env') | to_json }}"
+"""
+
+
+def test_the_playbook_s_own_text_drops_the_line_break_after_a_block_tag(tmp_path):
+    """ansible-core renders inline text with trim_blocks too (measured)."""
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        (folder / "book.yml").write_text(INLINE_BOOK)
+    ours, theirs = differ.local_side_by_side(
+        "template-inline", [1, INLINE_BOOK], tmp_path, lambda f: (f / "out.env").read_text()
+    )
+    assert ours == theirs
+    assert ours["files"] == "# generated\nHOST_1=a\nHOST_2=b\nMULTI=1\n"

@@ -90,12 +90,13 @@ def test_extra_vars_win_over_set_fact_and_register(tmp_path):
 
 
 def test_a_template_file_drops_the_newline_after_a_block_tag(tmp_path):
-    """Ansible's template module renders with trim_blocks; inline strings do not."""
+    """ansible-core renders with trim_blocks: template files and inline text alike
+    (measured: `debug: {msg: "{% if 1 %}\\nyes{% endif %}"}` shows `yes`)."""
     src = tmp_path / "t.j2"
     src.write_text("a\n{% for x in xs %}\nx={{ x }}\n{% endfor %}\n{% if 0 %}\nno\n{% endif %}\n")
     rendered = render_template_file(src, {"xs": [1, 2]}, where="t")
     assert rendered == "a\nx=1\nx=2\n"
-    assert render("{% if 1 %}\nyes{% endif %}", {}, where="t") == "\nyes"
+    assert render("{% if 1 %}\nyes{% endif %}", {}, where="t") == "yes"
 
 
 def test_copy_backup_keeps_the_old_bytes_under_ansible_s_backup_name():

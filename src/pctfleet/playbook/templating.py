@@ -267,8 +267,9 @@ def _finalize(value: Any) -> Any:
 
 
 def _make_env(loader: jinja2.BaseLoader | None = None, values: bool = False) -> jinja2.Environment:
-    # Template files render as Ansible's template module does: trim_blocks drops the
-    # newline after a block tag, so `{% if %}` lines leave no blank line behind.
+    # As ansible-core's templar renders everything (template files and the playbook's
+    # own text alike): trim_blocks drops the newline after a block tag, so `{% if %}`
+    # lines leave no blank line behind.
     kind = _ValueEnvironment if values else jinja2.Environment
     env = kind(
         undefined=ChainedUndefined,
@@ -276,7 +277,7 @@ def _make_env(loader: jinja2.BaseLoader | None = None, values: bool = False) -> 
         keep_trailing_newline=loader is None,  # files: see render_template_file
         autoescape=False,
         loader=loader,
-        trim_blocks=loader is not None,
+        trim_blocks=True,
     )
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
