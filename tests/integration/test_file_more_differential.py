@@ -363,3 +363,33 @@ def test_owner_is_set_before_the_mode_as_ansible_sets_them(tmp_path):
     assert ours == theirs
     assert ours["files"]["suid"] == "4755" and ours["files"]["plain"] == "0755"
     assert ours["files"]["symbolic"] == "0775" and ours["files"]["symcopy"] == "0755"
+
+
+BACKUPS_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {f: "{{ playbook_dir }}/out/app.conf"}
+  tasks:
+    - {name: copy, copy: {content: "one\n", dest: "{{ f }}", backup: true}, register: a}
+    - {name: lineinfile, lineinfile: {path: "{{ f }}", line: two, backup: true}, register: b}
+    - name: replace
+      replace: {path: "{{ f }}", regexp: one, replace: uno, backup: true}
+      register: c
+    - name: three names
+      debug: {msg: "{{ [a.backup_file, b.backup, c.backup_file] | unique | length }}"}
+"""
+
+
+def test_backups_made_in_one_second_keep_every_old_content(tmp_path):
+    """Three edits with `backup` in a row: three backups, the original among them."""
+
+    def backups(folder: Path) -> list[str]:
+        return sorted(p.read_text() for p in (folder / "out").glob("app.conf.*~"))
+
+    for side in ("ansible", "pctfleet"):
+        (tmp_path / side / "out").mkdir(parents=True)
+        (tmp_path / side / "out/app.conf").write_text("original\n")
+        (tmp_path / side / "book.yml").write_text(BACKUPS_BOOK)
+    ours, theirs = differ.local_side_by_side("file-backups", [1, BACKUPS_BOOK], tmp_path, backups)
+    assert ours == theirs
+    assert ours["files"] == ["one\n", "one\ntwo\n", "original\n"]

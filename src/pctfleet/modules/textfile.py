@@ -9,6 +9,7 @@ Python regular expressions mean the same thing), and pushed to the file's real p
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import re
 import time
@@ -155,8 +156,15 @@ class TextEdit(Module):
 
 
 def backup_name(path: str) -> str:
-    """Ansible's backup file name: PATH.PID.YYYY-MM-DD@HH:MM:SS~."""
-    return f"{path}.{os.getpid()}.{time.strftime('%Y-%m-%d@%H:%M:%S')}~"
+    """Ansible's backup file name, PATH.NUMBER.YYYY-MM-DD@HH:MM:SS~. ansible-core's
+    NUMBER is its module's process id, new for every task; here it is this process's
+    id and a count, so two backups made in one second never share a name (the second
+    would overwrite the first, the only copy of the original)."""
+    number = os.getpid() * 1000 + next(_BACKUPS) % 1000
+    return f"{path}.{number}.{time.strftime('%Y-%m-%d@%H:%M:%S')}~"
+
+
+_BACKUPS = itertools.count()
 
 
 def write(
