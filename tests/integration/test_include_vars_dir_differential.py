@@ -72,3 +72,45 @@ def test_a_vars_folder_is_read_as_ansible_reads_it(tmp_path):
     assert ours == theirs
     shown = {row[0]: row[2] for row in ours["tasks"]}
     assert shown["top level"] == "[1, 2, 'from-sub', 2, 3]"
+
+
+PRECEDENCE_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {port: 8000, name: play}
+  tasks:
+    - {name: set, set_fact: {port: 9000}}
+    - {name: read, include_vars: {file: more.yml}}
+    - {name: after the file, debug: {msg: "{{ port }} {{ name }} {{ only_file }}"}}
+    - {name: registered, command: "echo hi", register: name}
+    - {name: read again, include_vars: {file: more.yml}}
+    - {name: after the register, debug: {msg: "{{ name.stdout }} {{ port }}"}}
+    - {name: set again, set_fact: {only_file: from-fact}}
+    - {name: last, debug: {msg: "{{ only_file }}"}}
+- hosts: all
+  gather_facts: false
+  tasks:
+    - {name: a later play reads it again, include_vars: {file: more.yml}}
+    - {name: in the later play, debug: {msg: "{{ port }} {{ only_file }}"}}
+"""
+MORE = "port: 1234\nname: from-file\nonly_file: from-file\n"
+
+
+def test_include_vars_does_not_override_set_fact_or_register(tmp_path):
+    """ansible-core's precedence: include_vars (18) under set_fact and register (19),
+    over play vars (12), and so across plays too."""
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        (folder / "book.yml").write_text(PRECEDENCE_BOOK)
+        (folder / "more.yml").write_text(MORE)
+    inputs = [CALL, PRECEDENCE_BOOK, MORE]
+    ours, theirs = differ.local_side_by_side(
+        "include-vars-precedence", inputs, tmp_path, lambda _: []
+    )
+    for row in (*ours["tasks"], *theirs["tasks"]):
+        if not row[0].startswith(("after", "last", "in the")):
+            row[2] = ""  # what the debug lines show is compared
+    assert ours == theirs
+    shown = {row[0]: row[2] for row in ours["tasks"]}
+    assert shown["after the file"] == "9000 from-file from-file"
+    assert shown["after the register"] == "hi 9000" and shown["last"] == "from-fact"

@@ -105,6 +105,7 @@ class HostState:
     facts: dict[str, Any] = field(default_factory=dict)
     runtime: dict[str, Any] = field(default_factory=dict)
     facts_owed: bool = False  # a play gathered facts, none of its tasks read them
+    set_names: set[str] = field(default_factory=set)  # set_fact and register names
 
 
 class _HandlerPass:
@@ -181,6 +182,7 @@ class ContainerEngine:
         self.fact_names: set[str] = set()  # gathered (here or in an earlier play)
         self.default_names: set[str] = set()  # set by an included role's defaults
         self.roles_run: set[tuple] = set()  # roles a task of which ran here (_role_ident)
+        self.set_names: set[str] = set()  # by set_fact or register: over include_vars
         self.names: dict[int, str] = {}  # each task's name as shown, by id(task)
         self.notified: list[str] = []
         self.deferred: set[int] = set()  # handlers notified in a flush after they ran
@@ -404,6 +406,8 @@ class ContainerEngine:
         if outcome is None:
             return self._run_claimed(task, remaining, handler, key)
         self._set_runtime(outcome.values)
+        if task.module != "include_vars":
+            self.set_names |= set(outcome.values)
         self.vars.update(self.options.extra_vars)
         if outcome.status == "failed" and not task.ignore_errors:
             msg = f"task '{task.name}' failed in {outcome.runner} (run_once)"
@@ -554,6 +558,7 @@ class ContainerEngine:
         if false is not HOLDS:  # registered too, as ansible-core registers a skip
             if task.register:
                 self._set_runtime({task.register: _skipped(false)})
+                self.set_names.add(task.register)
             return self._result(task, "skipped", "condition false", handler, started)
         called = self._notes(task, scope, where)
         plan, status, registered = self._attempts(task, scope, f"t{id(task)}", remaining, where)
@@ -633,8 +638,7 @@ class ContainerEngine:
         if false is not HOLDS:
             return {**_skipped(false), **base}
         plan, status, registered = self._attempts(task, scope, key, remaining, where)
-        REGISTRY[task.module].after(registered, self.vars)
-        self._note_runtime(task, registered)
+        self._after(task, registered)
         return {**registered, "msg": registered.get("msg") or plan.msg or "", **base}
 
     def _shown_item(self, task: Any, entry: dict, scope: dict, where: str) -> dict:
@@ -653,6 +657,18 @@ class ContainerEngine:
         if not any(notify.templated(name) for name in task.notify):
             return task.notify
         return notify.notes(task.notify, scope, where)
+
+    def _after(self, task: Any, registered: dict) -> None:
+        """What the finished task does to the container's variables. As ansible-core's
+        precedence has it, include_vars does not override a set_fact or register."""
+        kept = {}
+        if task.module == "include_vars":
+            kept = {k: self.vars[k] for k in self.set_names if k in self.vars}
+        REGISTRY[task.module].after(registered, self.vars)
+        self.vars.update(kept)
+        self._note_runtime(task, registered)
+        if task.module == "set_fact":
+            self.set_names |= set(registered.get("ansible_facts", {}))
 
     def _note_runtime(self, task: Any, registered: dict) -> None:
         """Names later tasks must see over their own `vars` (Ansible's precedence)."""
@@ -749,6 +765,7 @@ class ContainerEngine:
         vars), its registered results and set_fact values (over them, under -e)."""
         self._set_facts(kept.facts)
         self._set_runtime(kept.runtime)  # kept from self.vars: -e already over them
+        self.set_names |= kept.set_names
         if kept.facts_owed:  # gathered when a task of this play reads them
             self.gather_facts = True
             self.pending_extras[gathered.KEY] = gathered.snippet()
@@ -758,6 +775,7 @@ class ContainerEngine:
         facts and registered variables for the whole playbook run)."""
         kept.facts.update({k: self.vars[k] for k in self.fact_names if k in self.vars})
         kept.runtime.update({k: self.vars[k] for k in self.runtime if k in self.vars})
+        kept.set_names |= self.set_names
         kept.facts_owed = self.gather_facts and not kept.facts
 
     def _try_snippets(self, task: Any) -> dict[str, str]:
@@ -900,9 +918,9 @@ class ContainerEngine:
     ) -> TaskResult:
         if task.register:
             self._set_runtime({task.register: registered})
+            self.set_names.add(task.register)
         if after:  # a loop applied each item's facts already
-            REGISTRY[task.module].after(registered, self.vars)
-            self._note_runtime(task, registered)
+            self._after(task, registered)
         self.vars.update(self.options.extra_vars)  # -e wins over register and set_fact too
         called = task.notify if called is None else called
         rendered = called is not task.notify  # a written name was checked when read
