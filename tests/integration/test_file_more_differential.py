@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -393,3 +394,49 @@ def test_backups_made_in_one_second_keep_every_old_content(tmp_path):
     ours, theirs = differ.local_side_by_side("file-backups", [1, BACKUPS_BOOK], tmp_path, backups)
     assert ours == theirs
     assert ours["files"] == ["one\n", "one\ntwo\n", "original\n"]
+
+
+LINKS_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {o: "{{ playbook_dir }}/out"}
+  tasks:
+    - name: to a missing target
+      file: {src: missing-target, dest: "{{ o }}/l1", state: link}
+      ignore_errors: true
+    - name: to a missing absolute target
+      file: {src: /nonexistent/abs, dest: "{{ o }}/l2", state: link}
+      ignore_errors: true
+    - name: forced
+      file: {src: missing-target, dest: "{{ o }}/l3", state: link, force: true}
+    - name: to a target beside it
+      file: {src: v1, dest: "{{ o }}/current", state: link}
+    - name: its target goes
+      file: {path: "{{ o }}/v1", state: absent}
+    - name: the same link again
+      file: {src: v1, dest: "{{ o }}/current", state: link}
+      ignore_errors: true
+"""
+
+
+def test_a_link_to_a_missing_target_needs_force(tmp_path):
+    """As ansible-core: "src file does not exist, use 'force=yes' ...", named relative
+    to the link's folder, also for a link already there whose target went."""
+
+    def links(folder: Path) -> dict:
+        out = folder / "out"
+        return {p.name: os.readlink(p) for p in sorted(out.iterdir()) if p.is_symlink()}
+
+    for side in ("ansible", "pctfleet"):
+        (tmp_path / side / "out").mkdir(parents=True)
+        (tmp_path / side / "out/v1").write_text("v1\n")
+        (tmp_path / side / "book.yml").write_text(LINKS_BOOK)
+    ours, theirs = differ.local_side_by_side("file-links", [1, LINKS_BOOK], tmp_path, links)
+    for row in (*ours["tasks"], *theirs["tasks"]):  # Ansible's is kept from another folder
+        row[2] = re.sub(r"/\S*/(ansible|pctfleet)/out/", "ROOT/out/", row[2])
+    assert ours == theirs
+    assert ours["tasks"][0][1:] == [
+        "failed",
+        "src file does not exist, use 'force=yes' if you really want to create the link: "
+        "ROOT/out/missing-target",
+    ]

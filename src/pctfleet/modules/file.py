@@ -4,6 +4,7 @@ with Ansible's arguments (`recurse`, `follow`, `access_time`, `modification_time
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
@@ -22,12 +23,16 @@ TIME_FORMAT = "%Y%m%d%H%M.%S"
 TIMED = {"file", "directory", "touch", "hard"}
 
 
-def stat_probe(path: str, *, times: bool = False, src: str = "", tree: str = "") -> str:
+def stat_probe(
+    path: str, *, times: bool = False, src: str = "", tree: str = "", target: str = ""
+) -> str:
     """path_stat.sh for `path`: with `times` its atime/mtime; `src` (state=hard) reads
-    that file too; `tree` ('P', or 'L' to follow links) sums up the entries under it."""
+    that file too; `tree` ('P', or 'L' to follow links) sums up the entries under it;
+    `target` (state=link): whether that path exists."""
     return snippet(
-        "path_stat", STAT_PATH=path, STAT_TIMES="1" if times else "", STAT_SRC=src, STAT_TREE=tree
-    )
+        "path_stat", STAT_PATH=path, STAT_TIMES="1" if times else "", STAT_SRC=src,
+        STAT_TREE=tree, STAT_TARGET=target,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class PathState:
     mtime: str = ""
     at: str = ""  # state=hard into a folder: the entry inside it that is meant ('' = path)
     src: PathState | None = None  # state=hard: `src`, followed
+    target_exists: bool = True  # state=link: what `src` names is there
     tree: tuple[Entries, ...] = ()  # recurse: the entries under the folder, summed up
     tree_errors: tuple[str, ...] = ()
     tree_more: bool = False  # more kinds than TREE_KINDS
@@ -61,7 +67,8 @@ class PathStat(FactReader[PathState]):
         times = args.state in TIMED and any(w is not None for w in args.times)
         src = str(args.src) if args.state == "hard" else ""
         tree = ("L" if args.follow else "P") if args.recurse else ""
-        return stat_probe(args.path, times=times, src=src, tree=tree)
+        target = link_target(args.path, str(args.src)) if args.state == "link" else ""
+        return stat_probe(args.path, times=times, src=src, tree=tree, target=target)
 
     def parse(self, reading: Fact) -> PathState:
         return path_state(reading.fields())
@@ -88,6 +95,11 @@ class PathStat(FactReader[PathState]):
         return {"type": kind, **attrs, **times}
 
 
+def link_target(path: str, src: str) -> str:
+    """What a link at `path` to `src` names: `src` relative to the link's folder."""
+    return src if src.startswith("/") else posixpath.join(posixpath.dirname(path) or ".", src)
+
+
 def path_state(fields: Mapping[str, str]) -> PathState:
     src = _attributes(fields, "src_") if "src_type" in fields else None
     tree, errors, more = parse_tree(fields.get("tree", ""))
@@ -99,6 +111,7 @@ def path_state(fields: Mapping[str, str]) -> PathState:
         tree=tree,
         tree_errors=errors,
         tree_more=more,
+        target_exists=fields.get("target_exists", "1") == "1",
         **_attributes(fields, ""),
     )
 
@@ -292,6 +305,13 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
 
     def _link(self, args: FileArgs, path: str, state: PathState) -> Plan:
         src, current = str(args.src), state.type
+        if not state.target_exists and not args.force:  # as ansible-core, re-run too
+            return Plan(
+                False,
+                failed=True,
+                msg="src file does not exist, use 'force=yes' if you really want to create "
+                f"the link: {link_target(path, src)}",
+            )
         if current == "link" and state.target == src:
             return Plan(False)
         if current not in {"absent", "link"} and not args.force:

@@ -9,7 +9,8 @@
 # counts (`tree`, at most 4097 lines: one more than a plan takes); L follows links as
 # Ansible's follow does: a link's target (and a linked folder's entries) by its own line,
 # and each link by its own line of type l. No path is printed: names cannot forge lines.
-# inputs: STAT_PATH STAT_TIMES STAT_SRC STAT_TREE
+# STAT_TARGET (state=link): whether that path, the link's target, exists (`target_exists`).
+# inputs: STAT_PATH STAT_TIMES STAT_SRC STAT_TREE STAT_TARGET
 p=$STAT_PATH
 if [ -n "$STAT_SRC" ] && [ -d "$p" ] && [ -n "${STAT_SRC##*/}" ]; then
   p=${p%/}/${STAT_SRC##*/}; pf_kv path "$p"
@@ -83,4 +84,7 @@ if [ -n "$STAT_TREE" ] && [ -d "$p" ] && [ ! -L "$p" ]; then
     ps_tree=$(find "$p" -mindepth 1 -printf "$ps_format" 2>&1 | sort | uniq -c | head -n 4097)
   fi
   pf_kv tree "$ps_tree"
+fi
+if [ -n "$STAT_TARGET" ]; then
+  if [ -e "$STAT_TARGET" ]; then pf_kv target_exists 1; else pf_kv target_exists 0; fi
 fi
