@@ -440,3 +440,40 @@ def test_a_link_to_a_missing_target_needs_force(tmp_path):
         "src file does not exist, use 'force=yes' if you really want to create the link: "
         "ROOT/out/missing-target",
     ]
+
+
+REGISTERS_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars:
+    o: "{{ playbook_dir }}/out"
+    unread: [size, diff, invocation, msg]  # size is not read; msg is pctfleet's own
+  tasks:
+    - {name: a folder, file: {path: "{{ o }}/d", state: directory, mode: "0750"}, register: a}
+    - {name: a mode, file: {path: "{{ o }}/f", mode: "g+w"}, register: b}
+    - {name: touched, file: {path: "{{ o }}/t", state: touch}, register: c}
+    - {name: a link, file: {src: f, dest: "{{ o }}/l", state: link}, register: d}
+    - {name: absent, file: {path: "{{ o }}/gone", state: absent}, register: e}
+    - {name: again, file: {path: "{{ o }}/d", state: directory, mode: "0750"}, register: g}
+"""
+REGISTERS_BOOK += "".join(
+    f"    - name: shows {name}\n"
+    f"      debug: {{msg: \"{{{{ {name} | dict2items | rejectattr('key', 'in', unread)"
+    f' | items2dict | to_json(sort_keys=True) }}}}"}}\n'
+    for name in "abcdeg"
+)
+
+
+def test_file_registers_what_ansible_s_file_module_registers(tmp_path):
+    for side in ("ansible", "pctfleet"):
+        (tmp_path / side / "out").mkdir(parents=True)
+        (tmp_path / side / "out/f").write_text("x\n")
+        (tmp_path / side / "book.yml").write_text(REGISTERS_BOOK)
+    ours, theirs = differ.local_side_by_side(
+        "file-registers", [1, REGISTERS_BOOK], tmp_path, lambda _: []
+    )
+    for row in (*ours["tasks"], *theirs["tasks"]):
+        row[2] = re.sub(r"/\S*/(ansible|pctfleet)/out/", "ROOT/out/", row[2])
+    assert ours == theirs
+    shown = {row[0]: row[2] for row in ours["tasks"]}
+    assert '"mode": "0664"' in shown["shows b"] and '"rc"' not in shown["shows g"]

@@ -206,6 +206,9 @@ class Module:
     controller: ClassVar[bool] = False
     # A run that failed still registers `changed: true` (Ansible's command and shell).
     changed_when_failed: ClassVar[bool] = False
+    # An unchanged task still registers rc/stdout/stderr (0, '', ''), as most of
+    # ansible-core's modules do; the file module registers none.
+    registers_output: ClassVar[bool] = True
 
     def __init_subclass__(
         cls,

@@ -224,6 +224,8 @@ class FileArgs(Args):
 
 
 class File(Module, name="file", args=FileArgs, fact=PathStat()):
+    registers_output = False
+
     def plan(self, args: FileArgs, state: PathState, check: bool) -> Plan:
         plan = self._plan(args, state)
         if not plan.failed:  # registered as ansible-core registers them
@@ -232,8 +234,15 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
                 plan.result = {"dest": state.at or args.path, "src": args.src, "state": kept}
             else:
                 after = "file" if args.state == "touch" else args.state
-                plan.result = {"path": args.path, "state": after, **plan.result}
+                key = "dest" if args.state in ("touch", "link") else "path"
+                named = {"src": args.src} if args.state == "link" else {}
+                attributes = _registered(args, state)
+                plan.result = {key: args.path, "state": after, **named, **attributes, **plan.result}
         return plan
+
+    def finish(self, args: FileArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
+        """ansible-core's file module registers no command output: only a failure's."""
+        return super().finish(args, plan, rc, out, err) if rc else {}
 
     def _plan(self, args: FileArgs, state: PathState) -> Plan:
         path, current = args.path, state.type
@@ -367,6 +376,32 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
         linked = dataclasses.replace(source, type="file")
         before = have if have != "link" else f"link -> {state.target}"
         return self._with_attributes(first, path, linked, args, "hard", before=before, new=False)
+
+
+def _registered(args: FileArgs, state: PathState) -> dict[str, Any]:
+    """The path's mode, owner and group once the task ran, and its uid and gid where
+    the probe read them and the task keeps them, as ansible-core registers them (its
+    `size` is not read, so not registered)."""
+    if args.state == "absent":
+        return {}
+    if args.state == "link":  # the link's own (a new one is root's: pct exec runs as root)
+        linked = state.type == "link"
+        found = {"mode": "0777", "owner": state.owner if linked else "root"}
+        found |= {"group": state.group if linked else "root"}
+        ids = (state.uid, state.gid) if linked else ("0", "0")
+        return found | {k: int(v) for k, v in zip(("uid", "gid"), ids, strict=True) if v.isdigit()}
+    there = state.type != "absent"
+    directory = "directory" in (args.state, state.type)
+    mode = wanted_mode(args.mode, state.mode if there else "", directory)
+    mode = mode or (state.mode if there else ("0755" if directory else "0644"))
+    found: dict[str, Any] = {"mode": mode}
+    for key, number, wanted in (("owner", "uid", args.owner), ("group", "gid", args.group)):
+        have, have_id = (getattr(state, key), getattr(state, number)) if there else ("root", "0")
+        kept = not wanted or same_id(str(wanted), have_id, have)
+        found[key] = have if kept else str(wanted)
+        if kept and have_id.isdigit():
+            found[number] = int(have_id)
+    return found
 
 
 def _ansible_state(state: PathState) -> str:

@@ -826,6 +826,8 @@ class ContainerEngine:
         if plan.failed:
             return "failed", registered
         if not plan.changed:
+            if not module.registers_output:
+                return "ok", registered
             return "ok", {"rc": 0, "stdout": "", "stderr": "", **registered}  # a module's own win
         if modes(task, self.options)[0]:
             registered.update(module.checked(args, plan))
