@@ -100,6 +100,10 @@ DUPLICATES_BOOK = r"""
     - include_role: {name: other}
     - include_role: {name: other, allow_duplicates: false}
     - include_role: {name: never_ran, allow_duplicates: false}
+    - include_role: {name: other, allow_duplicates: false}
+      vars: {flavour: new}
+    - include_role: {name: other, allow_duplicates: false}
+      vars: {flavour: new}
 """
 DUPLICATES_FILES = {
     f"roles/{role}/tasks/main.yml": (
@@ -111,7 +115,8 @@ DUPLICATES_FILES = {
 
 def test_allow_duplicates_false_passes_a_role_that_ran_by(tmp_path):
     """As ansible-core: an include_role with `allow_duplicates: false` does not run a
-    role that already ran for the host (from `roles:` or an include); unnamed, an
+    role that already ran for the host (from `roles:` or an include) with the same
+    `vars:`; unnamed, an
     include_role is called "include_role : ROLE"."""
     for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
         (folder / "out").mkdir(parents=True)
@@ -123,4 +128,4 @@ def test_allow_duplicates_false_passes_a_role_that_ran_by(tmp_path):
     for row in (*ours["tasks"], *theirs["tasks"]):
         row[2] = ""
     assert ours == theirs
-    assert ours["files"]["order"] == "cuda\ncuda\nother\nother\nnever_ran\n"
+    assert ours["files"]["order"] == "cuda\ncuda\nother\nother\nnever_ran\nother\n"

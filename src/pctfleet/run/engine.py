@@ -183,6 +183,7 @@ class ContainerEngine:
         self.default_names: set[str] = set()  # set by an included role's defaults
         self.roles_run: set[tuple] = set()  # roles a task of which ran here (_role_ident)
         self.set_names: set[str] = set()  # by set_fact or register: over include_vars
+        self.in_role_include = 0  # running the tasks an include_role brought in
         self.names: dict[int, str] = {}  # each task's name as shown, by id(task)
         self.notified: list[str] = []
         self.deferred: set[int] = set()  # handlers notified in a flush after they ran
@@ -308,7 +309,7 @@ class ContainerEngine:
                     continue
             else:
                 result = self._run_task(task, remaining, handler)
-            if task.role:  # an include_role with allow_duplicates: false passes it by
+            if task.role and not self.in_role_include:  # see _ran_before
                 self.roles_run.add(_role_ident(task.role, task.params))
             # Marked before it is reported: the journal and the live output say "ignored" too.
             result.ignored = result.status == "failed" and bool(task.ignore_errors)
@@ -453,7 +454,13 @@ class ContainerEngine:
             nodes = select_tasks(nodes, self.options.tags, self.options.skip_tags)
             self.ahead = [*_lookahead(nodes), *after]
             self.facts = None
-            self._run_list(nodes, handler, top=False, at=(*here, number))
+            if task.module == "include_role":  # its tasks ran as this role, with its vars
+                self.roles_run.add(_role_ident(_role_name(args), _include_vars(task)))
+                self.in_role_include += 1
+            try:
+                self._run_list(nodes, handler, top=False, at=(*here, number))
+            finally:
+                self.in_role_include -= task.module == "include_role"
 
     def _publish(self, defaults: dict, exports: dict) -> None:
         """A public include_role's defaults and vars/ for the rest of the play: its
@@ -1048,8 +1055,18 @@ def _role_ident(role: str, params: dict) -> tuple:
 
 
 def _ran_before(task: Any, args: dict, roles_run: set) -> bool:
-    """An include_role with `allow_duplicates: false` whose role already ran here (from
-    roles:, an import or an include), which ansible-core passes by."""
+    """An include_role with `allow_duplicates: false` whose role already ran here with
+    the same params and include vars (from roles:, an import or an include), which
+    ansible-core passes by."""
     if task.module != "include_role" or as_bool(args.get("allow_duplicates", True)):
         return False
-    return _role_ident(str(args["name"]).rsplit("/", 1)[-1], {}) in roles_run
+    return _role_ident(_role_name(args), _include_vars(task)) in roles_run
+
+
+def _role_name(args: dict) -> str:
+    return str(args["name"]).rsplit("/", 1)[-1]
+
+
+def _include_vars(task: Any) -> dict:
+    """An include_role's own `vars:` (they tell its runs apart, as role params do)."""
+    return dict(task.vars)
