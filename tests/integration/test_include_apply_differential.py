@@ -87,3 +87,47 @@ def test_with_tags_the_include_runs_by_its_own_tags_and_its_tasks_by_apply(tmp_p
     ours, theirs = _side_by_side(tmp_path, "include-apply-tags", "--tags", "deploy")
     assert ours == theirs
     assert "greeting" in ours["files"] and "plain" not in ours["files"]
+
+
+SET_IN_INCLUDE_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars:
+    models: [{name: small, shards: 1}, {name: big, shards: 3}]
+  tasks:
+    - name: per model
+      include_tasks: model.yml
+      loop: "{{ models }}"
+      loop_control: {loop_var: model}
+    - name: what the included file set and registered
+      debug: {msg: "total {{ shard_total }} last {{ counted.stdout }}"}
+    - name: a role's fact
+      include_role: {name: facts}
+    - name: what the role set
+      debug: {msg: "{{ from_role }}"}
+"""
+SET_IN_INCLUDE_FILES = {
+    "model.yml": (
+        "- set_fact: {shard_total: '{{ (shard_total | default(0)) + model.shards }}'}\n"
+        "- {command: 'echo {{ model.name }}', register: counted}\n"
+    ),
+    "roles/facts/tasks/main.yml": "- set_fact: {from_role: set in a role}\n",
+}
+
+
+def test_names_set_in_included_files_are_known_before_the_run(tmp_path):
+    """A set_fact or register inside a file an include brings in is a name later tasks
+    may read: preflight knows it (it was refused as undefined)."""
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        for name, text in {"book.yml": SET_IN_INCLUDE_BOOK, **SET_IN_INCLUDE_FILES}.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+    inputs = [CALL, SET_IN_INCLUDE_BOOK, SET_IN_INCLUDE_FILES]
+    ours, theirs = differ.local_side_by_side("include-sets", inputs, tmp_path, lambda _: [])
+    for row in (*ours["tasks"], *theirs["tasks"]):
+        if not row[0].startswith("what"):
+            row[2] = ""
+    assert ours == theirs
+    shown = {row[0]: row[2] for row in ours["tasks"]}
+    assert shown["what the included file set and registered"] == "total 4 last big"

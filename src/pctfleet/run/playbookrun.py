@@ -18,7 +18,7 @@ from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
 from pctfleet.playbook import roles
-from pctfleet.playbook.loader import leaves, load_playbook, select_tasks
+from pctfleet.playbook.loader import expand_include, leaves, load_playbook, select_tasks
 from pctfleet.playbook.loops import item_scopes
 from pctfleet.playbook.magic import PlayMagic
 from pctfleet.playbook.templating import (
@@ -86,16 +86,37 @@ def play_magic(request: RunRequest, containers: list, batch: list | None = None)
 
 def _placeholders(tasks: list, base_dir: str) -> dict[str, Any]:
     """Stand-ins for names only known once tasks ran (register, set_fact, include_vars,
-    what a block's rescue reads)."""
+    what a block's rescue reads), in the play's tasks and in the files its includes
+    bring in."""
+    names = {"ansible_failed_task", "ansible_failed_result"} | _set_by(tasks, base_dir, 0)
+    return {name: jinja2.ChainableUndefined(name=name) for name in names}
+
+
+def _set_by(tasks: list, base_dir: str, depth: int) -> set[str]:
     names = {t.register for t in tasks if t.register}
-    names |= {"ansible_failed_task", "ansible_failed_result"}
     for task in tasks:
         if task.module == "set_fact":
             names.update(k for k in task.args if not k.startswith("_"))
         if task.module == "include_vars":
             names.update(_included_names(task, base_dir))
         names |= roles.public_names(task)
-    return {name: jinja2.ChainableUndefined(name=name) for name in names}
+        if task.include is not None and depth < MAX_INCLUDE_DEPTH:
+            names |= _set_by(_brought_in(task), base_dir, depth + 1)
+    return names
+
+
+MAX_INCLUDE_DEPTH = 8  # an include of itself (under a `when`) is read this deep, no more
+
+
+def _brought_in(task: Any) -> list:
+    """The tasks an include whose arguments are not templates brings in; [] for one
+    whose file or role is named by a template (read when reached)."""
+    if any(isinstance(v, str) and ("{{" in v or "{%" in v) for v in task.args.values()):
+        return []
+    try:
+        return leaves(expand_include(task, dict(task.args), {})[0])
+    except InputError:  # a missing file fails when the include is reached, as in Ansible
+        return []
 
 
 def later_names(play: Any, tasks: list, base_dir: str) -> dict[str, Any]:
