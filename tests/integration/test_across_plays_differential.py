@@ -69,3 +69,35 @@ def test_what_earlier_plays_leave_for_later_ones(tmp_path):
     # ansible-core lists fact gathering as a task of its own.
     assert theirs[0] == ["ok", ""]
     assert ours == theirs[1:]
+
+
+HOSTVARS_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {port: 8000}
+  tasks:
+    - {name: set, set_fact: {port: 9000}}
+    - {name: register, command: echo hi, register: said}
+    - name: its own hostvars
+      debug:
+        msg: "{{ hostvars[inventory_hostname].port }} {{ hostvars[me].said.stdout }}"
+      vars: {me: "{{ inventory_hostname }}"}
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: in a later play
+      debug: {msg: "{{ hostvars[inventory_hostname]['port'] }}"}
+"""
+
+
+def test_a_host_s_own_hostvars_hold_what_its_tasks_set(tmp_path):
+    """hostvars[inventory_hostname] shows set_fact and register values (it was refused
+    before the run, and held only inventory variables)."""
+    for folder in (tmp_path / "ansible", tmp_path / "pctfleet"):
+        folder.mkdir()
+        (folder / "book.yml").write_text(HOSTVARS_BOOK)
+    ours, theirs = differ.local_side_by_side(
+        "hostvars-own", [CALL, HOSTVARS_BOOK], tmp_path, lambda _: []
+    )
+    assert ours == theirs
+    assert [row[2] for row in ours["tasks"]][-2:] == ["9000 hi", "9000"]

@@ -172,6 +172,8 @@ class ContainerEngine:
         self.target = target
         self.run = run
         self.vars = variables
+        if variables.get("hostvars") is not None:  # its own entry shows what tasks set here
+            variables["hostvars"] = _OwnHostVars(variables["hostvars"], self)
         self.options = options
         self.on_result = on_result
         self.facts: dict[str, tuple[str, Fact]] | None = None
@@ -1070,3 +1072,36 @@ def _role_name(args: dict) -> str:
 def _include_vars(task: Any) -> dict:
     """An include_role's own `vars:` (they tell its runs apart, as role params do)."""
     return dict(task.vars)
+
+
+class _OwnHostVars:
+    """`hostvars` as this container's tasks see it: its own entry also holds what
+    they registered, set (set_fact, include_vars) and gathered, as ansible-core's
+    does. Other hosts' entries hold their inventory variables."""
+
+    def __init__(self, hostvars: Any, engine: ContainerEngine) -> None:
+        self._hostvars = hostvars
+        self._engine = engine
+
+    def __getitem__(self, name: str) -> Any:
+        found = self._hostvars[name]
+        engine = self._engine
+        if name != engine.vars.get("inventory_hostname"):
+            return found
+        names = engine.runtime | engine.fact_names
+        return {**found, **{k: engine.vars[k] for k in names if k in engine.vars}}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._hostvars
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._hostvars)
+
+    def __len__(self) -> int:
+        return len(self._hostvars)
+
+    def keys(self) -> list[str]:
+        return list(self._hostvars.keys())
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self._hostvars else default

@@ -159,9 +159,11 @@ def preflight(
     for container in containers:
         found = container_vars(inventory, container, play, extra, magic, warnings)
         variables = {**later, **found}
+        # hostvars holds what tasks set too (a host's set_fact): read, checked when reached.
+        deferred = later.keys() | {"hostvars"}
         for task in tasks:
-            for scope in _item_scopes(task, variables, later.keys(), base_dir):
-                _preflight_task(task, scope, later.keys(), base_dir)
+            for scope in _item_scopes(task, variables, deferred, base_dir):
+                _preflight_task(task, scope, deferred, base_dir)
 
 
 def _item_scopes(task: Any, variables: dict, later: Any, base_dir: str) -> list[dict]:
