@@ -477,3 +477,37 @@ def test_file_registers_what_ansible_s_file_module_registers(tmp_path):
     assert ours == theirs
     shown = {row[0]: row[2] for row in ours["tasks"]}
     assert '"mode": "0664"' in shown["shows b"] and '"rc"' not in shown["shows g"]
+
+
+EDIT_MSG_BOOK = r"""
+- hosts: all
+  gather_facts: false
+  vars: {d: "{{ playbook_dir }}/out"}
+  tasks:
+    - {name: line and mode, lineinfile: {path: "{{ d }}/a", line: two, mode: "0600"}}
+    - {name: mode only, lineinfile: {path: "{{ d }}/b", line: one, mode: "0600"}}
+    - {name: line only, lineinfile: {path: "{{ d }}/c", line: two}}
+    - name: replaced and mode
+      replace: {path: "{{ d }}/d", regexp: one, replace: uno, mode: "0600"}
+    - {name: block and mode, blockinfile: {path: "{{ d }}/e", block: x, mode: "0600"}}
+    - name: created with a mode
+      lineinfile: {path: "{{ d }}/new", line: x, create: true, mode: "0600"}
+    - name: created with the umask's mode
+      lineinfile: {path: "{{ d }}/new2", line: x, create: true, mode: "0644"}
+"""
+
+
+def test_an_edit_that_also_changes_the_mode_says_so(tmp_path):
+    """ansible-core's msg: "line added and ownership, perms or SE linux context changed"."""
+    for side in ("ansible", "pctfleet"):
+        out = tmp_path / side / "out"
+        out.mkdir(parents=True)
+        for name in "abcde":
+            (out / name).write_text("one\n")
+            (out / name).chmod(0o644)
+        (tmp_path / side / "book.yml").write_text(EDIT_MSG_BOOK)
+    ours, theirs = differ.local_side_by_side(
+        "edit-msgs", [1, EDIT_MSG_BOOK], tmp_path, lambda _: []
+    )
+    assert ours == theirs
+    assert ours["tasks"][0][2] == "line added and ownership, perms or SE linux context changed"

@@ -194,6 +194,7 @@ def write(
     fixes, _ = attribute_fixes(target, attrs, wanted, args.owner, args.group, symbolic)
     if fixes:
         script = "set -e\n" + "\n".join(fixes) + "\n"
+    if fixes or (changed and _attributes_moved(args, state, wanted)):
         msg = f"{msg} and {ATTRS_CHANGED}" if changed else ATTRS_CHANGED
     if not changed and not fixes:
         return Plan(False, msg=msg, result=result)
@@ -203,6 +204,20 @@ def write(
         "after": _shown(before if new is None else new),
     }
     return Plan(True, msg=msg, pushes=pushes, script=script, diff=diff, result=result)
+
+
+def _attributes_moved(args: EditArgs, state: TextFile, wanted: str | None) -> bool:
+    """Whether the pushed file's mode, owner or group differ from what was there (a new
+    file: from what the umask and root give it), which ansible-core's message tells."""
+    there = state.type == "file"
+    mode, owner, group = (
+        (state.mode, state.owner, state.group) if there else ("0644", "root", "root")
+    )
+    return bool(
+        (wanted and wanted != mode)
+        or (args.owner and str(args.owner) != owner)
+        or (args.group and str(args.group) != group)
+    )
 
 
 def _owner(state: TextFile, args: EditArgs | None) -> str:
