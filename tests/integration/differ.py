@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -82,7 +83,9 @@ def ansible_local(
     argv += ["-e", f"ansible_python_interpreter={venv / 'bin/python'}", *more]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == rc, done.stdout[-2000:] + done.stderr[-2000:]
-    return [task for play in json.loads(done.stdout)["plays"] for task in play["tasks"]]
+    # With -v Ansible says which config it read before the callback's document.
+    document = done.stdout[re.search(r"^\{", done.stdout, re.M).start() :]
+    return [task for play in json.loads(document)["plays"] for task in play["tasks"]]
 
 
 def cache_path(kind: str, inputs: list) -> Path:

@@ -177,6 +177,22 @@ def test_debug_shows_a_message_that_renders_to_none_not_the_default(tmp_path):
     assert [t.msg for t in run.tasks] == ["None", "None", "Hello world!"]
 
 
+def test_debug_verbosity_skips_below_it_and_says_why_as_ansible_registers_it(tmp_path):
+    tasks = (
+        "    - {debug: {msg: shown, verbosity: 1}, register: r}\n"
+        "    - debug: {msg: '{{ r }}'}\n"
+        "    - debug: {msg: 'at {{ ansible_verbosity | default(0) }}', verbosity: '0'}\n"
+    )
+    quiet = _ran(tmp_path, tasks)
+    assert [t.status for t in quiet.tasks] == ["skipped", "ok", "ok"]
+    skipped = {"changed": False, "skipped": True, "skipped_reason": "Verbosity threshold not met."}
+    assert quiet.tasks[1].msg == str({**skipped, "failed": False})
+    assert quiet.tasks[2].msg == "at 0"
+    loud = _ran(tmp_path, tasks, {"ansible_verbosity": 1})
+    assert [t.msg for t in loud.tasks][0] == "shown"
+    assert loud.tasks[0].status == "ok"
+
+
 def test_a_role_included_again_with_other_defaults_sees_those(tmp_path):
     role = tmp_path / "roles" / "r"
     (role / "defaults").mkdir(parents=True)

@@ -93,6 +93,29 @@ def test_loop_items_show_their_label_and_message_as_written(bad):
 
 
 @hostile
+def test_a_debug_message_shows_whole_without_v_as_ansible_shows_it(bad):
+    con = console()
+    msg = f"first {bad}\nsecond line, " + "long " * 60
+    report.LiveReport(con).task(ContainerRun("pve1", 101), TaskResult("d", "debug", "ok", msg))
+    out = printed(con)
+    assert_literal(out, f"    first {bad}")
+    assert "    second line, " + "long " * 59 + "long" in out  # not cut to one line
+
+
+def test_only_a_debug_message_shows_without_v():
+    con = console()
+    live = report.LiveReport(con)
+    live.task(ContainerRun("pve1", 101), TaskResult("c", "command", "changed", "ran it"))
+    items = [{"item": "a", "status": "ok", "changed": False, "msg": "item says a"}]
+    looped = TaskResult("d", "debug", "ok", "All items completed", items=items)
+    live.task(ContainerRun("pve1", 101), looped)
+    out = printed(con)
+    assert "ran it" not in out  # a module's message is for -v
+    assert "(item=a)  item says a" in out
+    assert "All items completed" not in out  # a loop says it through its items
+
+
+@hostile
 def test_a_task_warning_shows_under_its_line_as_written(bad):
     con = console()
     result = TaskResult("t", "debug", "ok", details={"warnings": [f"lookup failed: {bad}"]})

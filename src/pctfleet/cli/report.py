@@ -40,10 +40,13 @@ class LiveReport:
             (f"{result.status:8}", STYLE.get(result.status, "")),
             f" {run.key:14} {prefix}{result.name}",
         )
-        if result.msg and (result.status == "failed" or self.verbose):
+        shown = _said(result.module, result.status)
+        if result.msg and (result.status == "failed" or self.verbose) and not shown:
             text.append_text(line("  ", (_one_line(result.msg), "dim")))
         with self.lock:
             self.console.print(text)
+            if shown and result.msg and result.items is None:  # a loop's: its items'
+                self._message(result.msg)
             for warning in result.details.get("warnings", []):
                 self.console.print(line("  warning: ", warning))
             for item in self._items(result):
@@ -62,10 +65,17 @@ class LiveReport:
             label = _one_line(str(item["item"]), 80)
             status = (f"{item['status']:8}", STYLE.get(item["status"], ""))
             text = line("  ", status, f" (item={label})")
-            if item["msg"] and (item["status"] == "failed" or self.verbose):
+            if _said(result.module, item["status"]):
+                text.append_text(line("  ", item["msg"]))  # whole: it is what debug is for
+            elif item["msg"] and (item["status"] == "failed" or self.verbose):
                 text.append_text(line("  ", (_one_line(item["msg"]), "dim")))
             shown.append(text)
         return shown
+
+    def _message(self, msg: str) -> None:
+        """What a debug task says, whole, as ansible-core shows it at any verbosity."""
+        for row in msg.splitlines() or [""]:
+            self.console.print(line("    ", row))
 
     def _diff(self, diff: dict) -> None:
         for row in diff_lines(diff):
@@ -100,6 +110,12 @@ def failure_lines(failure: dict[str, Any], tail: int = 10) -> list:
         rows.append(line("    ", ("cause: ", "bold"), failure["cause"]["cause"]))
         rows.append(line("    ", ("fix: ", "bold"), failure["cause"]["fix"]))
     return rows
+
+
+def _said(module: str, status: str) -> bool:
+    """Whether the task's message is its output: a debug that ran (one skipped for its
+    `verbosity` says nothing, as in ansible-core)."""
+    return module == "debug" and status == "ok"
 
 
 def _one_line(text: str, limit: int = 160) -> str:

@@ -110,7 +110,9 @@ def playbook_run(
     from pctfleet.run.journal import Journal
     from pctfleet.run.playbookrun import RunRequest, execute_journaled, prepare
 
-    options = run.run_options(lock_wait=lock.lock_wait, lock_lease=lock.lock_lease)
+    options = run.run_options(
+        lock_wait=lock.lock_wait, lock_lease=lock.lock_lease, verbosity=out.verbose
+    )
     request = RunRequest(playbook, inv, containers, conn.options(), options, forks)
     prepared = prepare(request)
     journal = Journal(out.journal_dir, keep=keep_spec(out.keep))

@@ -58,6 +58,8 @@ def waits_for_run(conditions: tuple[Any, ...], variables: Mapping[str, Any]) -> 
 class Assert(Module, name="assert", args=AssertArgs):
     """Fail with `fail_msg` unless every condition in `that` holds."""
 
+    registers_output = False
+
     controller = True
 
     def plan(self, args: AssertArgs, state: None, check: bool) -> Plan:

@@ -54,6 +54,7 @@ class Plan:
     failed: bool = False
     stdin: bytes = b""  # fed to the change script (Ansible's `command: stdin=`)
     skip_in_check: bool = False
+    skipped: str = ""  # why the task is skipped without running (debug's verbosity)
     result: dict = field(default_factory=dict)
     # What the script prints last on stderr before what it tells `finish` (command's
     # times): kept out of the output shown as it arrives (-v).
@@ -206,9 +207,11 @@ class Module:
     controller: ClassVar[bool] = False
     # A run that failed still registers `changed: true` (Ansible's command and shell).
     changed_when_failed: ClassVar[bool] = False
-    # An unchanged task still registers rc/stdout/stderr (0, '', ''), as most of
-    # ansible-core's modules do; the file module registers none.
+    # Registers rc/stdout/stderr, also unchanged (0, '', ''), as ansible-core's command,
+    # shell, pip or apt do; its file, copy or debug register none unless they failed.
     registers_output: ClassVar[bool] = True
+    # Registers `msg` when it did not fail (ansible-core's file, copy or stat do not).
+    registers_msg: ClassVar[bool] = True
 
     def __init_subclass__(
         cls,
@@ -251,7 +254,10 @@ class Module:
         raise NotImplementedError
 
     def finish(self, args: Any, plan: Plan, rc: int, out: str, err: str) -> dict:
-        """The registered result after the change ran. Default: rc/stdout/stderr."""
+        """The registered result after the change ran. Default: rc/stdout/stderr (only a
+        failure's where the module registers no output)."""
+        if rc == 0 and not self.registers_output:
+            return {}
         # Ansible's command module drops the final newlines; `_lines` are split from that.
         out, err = out.rstrip("\r\n"), err.rstrip("\r\n")
         result = {"rc": rc, "stdout": out, "stderr": err}

@@ -103,6 +103,8 @@ class BlockText(FileText):
 class BlockInFile(TextEdit, name="blockinfile", args=BlockArgs, fact=BlockText()):
     """Insert, update or remove a marked block of lines, Ansible's `blockinfile`."""
 
+    registers_output = False
+
     def missing(self, args: BlockArgs) -> Plan | None:
         if args.state == "absent":
             return Plan(False, msg=f"File {args.path} not present")

@@ -32,19 +32,35 @@ def _expression_text(value: Any, where: str) -> str:
     return value
 
 
+def _verbosity(value: Any, where: str) -> int:
+    """An int as ansible-core converts one (`true` is 1, "2" is 2, 1.5 is refused)."""
+    if isinstance(value, bool | int):
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
+        return int(value)
+    raise PlaybookError(
+        f"debug: 'verbosity' must be a whole number, got {brief(value)}", where=where
+    )
+
+
 @dataclass(frozen=True)
 class DebugArgs(Args):
     reads_context: ClassVar[bool] = True
     msg: str = arg("Hello world!", convert=_shown)
     var: str | None = arg(None, convert=_expression_text)
-    # Not an argument: `var` evaluated with the task's variables when it is prepared.
+    verbosity: int = arg(0, convert=_verbosity)  # shown from this many -v on, else skipped
+    # Not arguments: `var` evaluated with the task's variables when it is prepared, and
+    # the run's -v count (ansible_verbosity).
     value: Any = None
+    run_verbosity: int = 0
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
         args = super().parse(raw, ctx, where)
         if "msg" in raw and raw["msg"] is None:  # given, as None: shown, not the default
             args = dataclasses.replace(args, msg=_shown(None, where))
+        verbosity = ctx.variables.get("ansible_verbosity", 0)
+        args = dataclasses.replace(args, run_verbosity=verbosity)
         if args.var is None or waits_for_run([args.var], ctx.variables):
             return args  # a registered result, say: shown when the task is reached
         try:  # a bare expression, read as `when` reads one (Jinja's own escapes)
@@ -57,9 +73,13 @@ class DebugArgs(Args):
 class Debug(Module, name="debug", args=DebugArgs):
     """Print a message or a variable: `debug: {msg: "..."}` or `debug: {var: result}`."""
 
+    registers_output = False
+
     controller = True
 
     def plan(self, args: DebugArgs, state: None, check: bool) -> Plan:
+        if args.verbosity > args.run_verbosity:
+            return Plan(False, skipped="Verbosity threshold not met.")
         if args.var is not None:
             return Plan(False, msg=f"{args.var} = {args.value!r}")
         return Plan(False, msg=args.msg)
@@ -72,6 +92,8 @@ class SetFactArgs(Args):
 
 class SetFact(Module, name="set_fact", args=SetFactArgs):
     """Set variables for the later tasks of this container."""
+
+    registers_output = registers_msg = False
 
     controller = True
 
@@ -93,6 +115,8 @@ class FailArgs(Args):
 
 class Fail(Module, name="fail", args=FailArgs):
     """Stop this container's run with a message."""
+
+    registers_output = False
 
     controller = True
 
@@ -200,6 +224,8 @@ def _vars_file(name: str, base_dir: str, where: str) -> Path:
 
 class IncludeVars(Module, name="include_vars", args=IncludeVarsArgs):
     """Read variables from a YAML file on the controller for the later tasks."""
+
+    registers_output = registers_msg = False
 
     controller = True
 

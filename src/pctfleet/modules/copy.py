@@ -416,6 +416,8 @@ class Copy(Module, name="copy", args=CopyArgs, fact=ContentStat()):
     """Write `content` (or a local `src` file or folder) to `dest` in the container, or
     copy a file or folder already there (`remote_src`)."""
 
+    registers_output = registers_msg = False
+
     def decide(self, args: Any, reading: Fact | None, check: bool) -> Plan:
         kind = _kind(args)
         if kind == "tree":

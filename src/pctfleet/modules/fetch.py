@@ -70,6 +70,8 @@ def _sha1(data: bytes) -> str:
 class Fetch(Module, name="fetch", args=FetchArgs, fact=FetchText()):
     """Copy a file from the container to the controller (Ansible's `fetch`)."""
 
+    registers_output = registers_msg = False
+
     def plan(self, args: FetchArgs, state: TextFile, check: bool) -> Plan:
         result: dict[str, Any] = {"file": args.src, "dest": args.local}
         if state.type == "absent":

@@ -224,7 +224,7 @@ class FileArgs(Args):
 
 
 class File(Module, name="file", args=FileArgs, fact=PathStat()):
-    registers_output = False
+    registers_output = registers_msg = False
 
     def plan(self, args: FileArgs, state: PathState, check: bool) -> Plan:
         plan = self._plan(args, state)
@@ -239,10 +239,6 @@ class File(Module, name="file", args=FileArgs, fact=PathStat()):
                 attributes = _registered(args, state)
                 plan.result = {key: args.path, "state": after, **named, **attributes, **plan.result}
         return plan
-
-    def finish(self, args: FileArgs, plan: Plan, rc: int, out: str, err: str) -> dict:
-        """ansible-core's file module registers no command output: only a failure's."""
-        return super().finish(args, plan, rc, out, err) if rc else {}
 
     def _plan(self, args: FileArgs, state: PathState) -> Plan:
         path, current = args.path, state.type

@@ -157,6 +157,8 @@ def matches(args: FindArgs, kind: str, path: str) -> bool:
 class Find(Module, name="find", args=FindArgs, fact=FindFact()):
     """List files by name and type into the registered `files`, as Ansible's `find`."""
 
+    registers_output = False
+
     def plan(self, args: FindArgs, state: Listing, check: bool) -> Plan:
         files: list[dict[str, Any]] = []
         skipped: dict[str, str] = {}

@@ -67,6 +67,8 @@ class GroupFact(FactReader[GroupEntry]):
 class Group(Module, name="group", args=GroupArgs, fact=GroupFact()):
     """Ensure a local group exists (with a gid) or does not; registers Ansible's fields."""
 
+    registers_output = registers_msg = False
+
     def plan(self, args: GroupArgs, state: GroupEntry, check: bool) -> Plan:
         result = {"name": args.name, "state": args.state}
         if args.state == "absent":

@@ -150,6 +150,8 @@ class LineText(FileText):
 class LineInFile(TextEdit, name="lineinfile", args=LineArgs, fact=LineText()):
     """Ensure a line is in a file (or is not), Ansible's `lineinfile`."""
 
+    registers_output = False
+
     def missing(self, args: LineArgs) -> Plan | None:
         if args.state == "absent":
             return Plan(False, msg="file not present", result={"found": 0})

@@ -21,6 +21,8 @@ class MetaArgs(Args):
 class Meta(Module, name="meta", args=MetaArgs):
     """`meta: flush_handlers`, `end_host`, `end_play`, `end_batch` or `noop`."""
 
+    registers_output = False
+
     controller = True
 
     def plan(self, args: MetaArgs, state: None, check: bool) -> Plan:

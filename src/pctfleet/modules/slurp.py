@@ -28,6 +28,8 @@ class SlurpText(FileText):
 class Slurp(Module, name="slurp", args=SlurpArgs, fact=SlurpText()):
     """Read a file into `content` (base64), as Ansible's `slurp` does."""
 
+    registers_output = registers_msg = False
+
     def plan(self, args: SlurpArgs, state: TextFile, check: bool) -> Plan:
         if state.type == "directory":
             return Plan(False, failed=True, msg="source is a directory and must be a file")

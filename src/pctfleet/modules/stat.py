@@ -104,6 +104,8 @@ def stat_result(args: StatArgs, fields: dict[str, str]) -> dict[str, Any]:
 class StatModule(Module, name="stat", args=StatArgs, fact=StatFact()):
     """Read a path's attributes into the registered `stat` (never changed)."""
 
+    registers_output = registers_msg = False
+
     def plan(self, args: StatArgs, state: Stat, check: bool) -> Plan:
         try:
             result = stat_result(args, state.fields)

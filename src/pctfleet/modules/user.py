@@ -155,6 +155,8 @@ def _result(args: UserArgs, now: Account) -> dict:
 class User(Module, name="user", args=UserArgs, fact=AccountFact()):
     """Ensure a local user account, Ansible's `user` (no diff, as there)."""
 
+    registers_output = registers_msg = False
+
     def plan(self, args: UserArgs, state: Account, check: bool) -> Plan:
         result = _result(args, state)
         if args.state == "absent":

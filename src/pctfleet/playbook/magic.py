@@ -64,6 +64,7 @@ class PlayMagic:
             "ansible_play_batch": in_batch,
             "ansible_check_mode": bool(options.check),
             "ansible_diff_mode": bool(options.diff),
+            "ansible_verbosity": getattr(options, "verbosity", 0),
             "playbook_dir": playbook_dir,
             "ansible_run_tags": sorted(options.tags or {"all"}),
             "ansible_skip_tags": sorted(options.skip_tags or ()),

@@ -71,6 +71,7 @@ class RunOptions:
     lock_lease: float = 60.0
     lock_wait: float = 300.0
     roles_path: list[str] = field(default_factory=list)  # -r: folders of roles
+    verbosity: int = 0  # -v's count: ansible_verbosity, and debug's `verbosity`
     observer: Observer = field(default_factory=Observer)  # a progress display, or no one
 
 
@@ -648,7 +649,9 @@ class ContainerEngine:
             return {**_skipped(false), **base}
         plan, status, registered = self._attempts(task, scope, key, remaining, where)
         self._after(task, registered)
-        return {**registered, "msg": registered.get("msg") or plan.msg or "", **base}
+        if REGISTRY[task.module].registers_msg or status == "failed":
+            registered["msg"] = registered.get("msg") or plan.msg or ""
+        return {**registered, **base}
 
     def _shown_item(self, task: Any, entry: dict, scope: dict, where: str) -> dict:
         """An item as output shows it: its `label` (or the item), status and message."""
@@ -826,14 +829,17 @@ class ContainerEngine:
     def _apply(
         self, module: Any, task: Any, args: dict, plan: Plan, scope: dict
     ) -> tuple[str, dict]:
+        said = {"msg": plan.msg} if module.registers_msg or plan.failed else {}
         registered: dict[str, Any] = {
             "changed": plan.changed,
             "failed": plan.failed,
-            "msg": plan.msg,
+            **said,
             **plan.result,
         }
         if plan.failed:
             return "failed", registered
+        if plan.skipped:  # what ansible-core registers for it: no msg
+            return "skipped", {"changed": False, "skipped": True, "skipped_reason": plan.skipped}
         if not plan.changed:
             if not module.registers_output:
                 return "ok", registered
