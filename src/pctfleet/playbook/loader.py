@@ -71,7 +71,7 @@ APPLY_KEYWORDS = (
 BLOCK_KEYWORDS = (
     "name", "block", "rescue", "always", "when", "tags", "vars", "ignore_errors", "no_log",
     "become", "run_once", "any_errors_fatal",
-    "become", "check_mode", "diff",
+    "become", "check_mode", "diff", "environment",
 )  # fmt: skip
 LOOP_KEYS = ("loop", *(f"with_{kind}" for kind in (*NATIVE[1:], *WITH_LOOKUPS)))
 LOOP_CONTROL_KEYS = ("loop_var", "index_var", "label", "pause", "extended")
@@ -174,6 +174,10 @@ class Task:
     check_mode: bool | None = None  # None: the run's --check
     diff: bool | None = None  # None: the run's --diff
     implicit: bool = False  # added by the play, not written: never reported
+    # The keywords of the blocks, imports, roles and play around it (an _Inherit): what
+    # the tasks an include_tasks/include_role brings in get, as in ansible-core, where
+    # the include's own keywords stay its own.
+    inherited: Any = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -575,8 +579,6 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
     timeout = _number(m, "timeout", ctx, None)
     if timeout == 0:
         raise _fail("'timeout' must be more than 0 seconds", m, "timeout", ctx)
-    environment = _mapping(m, "environment", ctx, var_names=True)  # `export NAME=...`
-    _check_jinja(environment, m, "environment", ctx)
     return dict(
         when=_conditions(m, "when", ctx) or [],
         tags=_tags(m, ctx),
@@ -590,7 +592,7 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
         timeout=timeout,
         no_log=_bool(m, "no_log", ctx, None),
         ignore_errors=_bool(m, "ignore_errors", ctx, None),
-        environment=environment,
+        environment=_environment(m, ctx),
         vars=_scoped_vars(m, ctx),
         loop=_loop(m, ctx),
         run_once=_bool(m, "run_once", ctx, None),
@@ -755,9 +757,24 @@ class _Inherit:
                     diff=_first(node.diff, self.diff),
                     environment={**self.environment, **node.environment},
                     defaults={**self.defaults, **node.defaults},
+                    inherited=self.around(node.inherited),
                 )
             )
         return out
+
+    def around(self, inner: _Inherit | None) -> _Inherit:
+        """These keywords around `inner` (a block's inside a play's): inner ones win."""
+        if inner is None:
+            return self
+        flags = ("ignore_errors", "no_log", "run_once", "any_errors_fatal", "check_mode", "diff")
+        return _Inherit(
+            when=[*self.when, *inner.when],
+            tags=self.tags | inner.tags,
+            vars={**self.vars, **inner.vars},
+            environment={**self.environment, **inner.environment},
+            defaults={**self.defaults, **inner.defaults},
+            **{key: _first(getattr(inner, key), getattr(self, key)) for key in flags},
+        )
 
 
 def _inherited(m: YamlMap, ctx: str) -> _Inherit:
@@ -772,6 +789,7 @@ def _inherited(m: YamlMap, ctx: str) -> _Inherit:
         any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
         check_mode=_bool(m, "check_mode", ctx, None),
         diff=_bool(m, "diff", ctx, None),
+        environment=_environment(m, ctx),
     )
 
 
@@ -937,7 +955,10 @@ def expand_include(
 
 
 def inherit_from(task: Task, nodes: list, item: dict[str, Any]) -> list:
-    """What tasks brought in by `task` get from it: its vars, params and role."""
+    """What tasks brought in by `task` get from it: its vars, params and role, and the
+    keywords of what is around it (its own `when`, `tags` ... were for it alone)."""
+    if task.inherited is not None:  # vars come with the task's own, defaults by role
+        nodes = replace(task.inherited, vars={}, defaults={}).apply(nodes)
     params = {**task.params, **item}
     return _walk(
         nodes,
@@ -1076,12 +1097,17 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     )
 
 
-def _play_task_keys(m: YamlMap, ctx: str) -> dict[str, Any]:
-    """The play keys that are every task's, as in Ansible (a task's own value wins)."""
+def _environment(m: YamlMap, ctx: str) -> dict[str, Any]:
+    """`environment`: the variables exported for each task (`export NAME=...`)."""
     environment = _mapping(m, "environment", ctx, var_names=True)
     _check_jinja(environment, m, "environment", ctx)
+    return environment
+
+
+def _play_task_keys(m: YamlMap, ctx: str) -> dict[str, Any]:
+    """The play keys that are every task's, as in Ansible (a task's own value wins)."""
     flags = ("ignore_errors", "no_log", "check_mode", "diff")
-    return {"environment": environment} | {key: _bool(m, key, ctx, None) for key in flags}
+    return {"environment": _environment(m, ctx)} | {key: _bool(m, key, ctx, None) for key in flags}
 
 
 def _play_tasks(reader: _Reader, m: YamlMap, ctx: str) -> tuple[tuple, dict, list]:
