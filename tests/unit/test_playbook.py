@@ -111,7 +111,7 @@ def test_playbook_loads_plays_tasks_and_handlers(tmp_path):
         ["smi.rc == 0"],
     )
     assert (wait.until, wait.retries, wait.delay, wait.timeout) == ("health.rc == 0", 3, 2.0, 30.0)
-    assert (wait.no_log, wait.ignore_errors, wait.environment) == (True, True, {"NO_PROXY": "*"})
+    assert (wait.no_log, wait.ignore_errors, wait.environment) == (True, True, ({"NO_PROXY": "*"},))
     assert (marker.name, marker.args) == ("copy", {"dest": "/tmp/marker", "content": "done"})
     (handler,) = first.handlers
     assert isinstance(handler, Handler)

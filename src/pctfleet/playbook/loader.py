@@ -158,7 +158,9 @@ class Task:
     timeout: float | None = None
     no_log: bool | None = None  # None: not written (a block's value applies)
     ignore_errors: bool | None = None
-    environment: dict[str, Any] = field(default_factory=dict)
+    # Layers, the play's first: a mapping, or a template that renders to one when the
+    # task runs (`environment: "{{ proxy_env }}"`); later layers win, as in Ansible.
+    environment: tuple[dict[str, Any] | str, ...] = ()
     loc: str = ""
     vars: dict[str, Any] = field(default_factory=dict)  # block vars, then the task's own
     # Its role's defaults: over other roles' defaults, under every other variable.
@@ -370,6 +372,26 @@ def _bool(m: YamlMap, key: str, ctx: str, default: bool | None = False) -> bool 
     if value is not default and not isinstance(value, bool):
         raise _fail(f"{key!r} must be true or false, got {brief(value)}", m, key, ctx)
     return value
+
+
+# Keywords that may be a template, rendered as the task starts (`ignore_errors: "{{
+# ansible_check_mode }}"`, as in Ansible); the others shape the run before it starts.
+TEMPLATED_FLAGS = ("ignore_errors", "no_log", "check_mode", "diff")
+
+
+def _flag(m: YamlMap, key: str, ctx: str) -> bool | str | None:
+    """One of TEMPLATED_FLAGS: true/false, or a template of one (kept as written)."""
+    value = m.get(key)
+    if isinstance(value, str) and "{{" in value:
+        _check_jinja(value, m, key, ctx)
+        return value
+    return _bool(m, key, ctx, None)
+
+
+def keyword_templates(task: Task) -> list[Any]:
+    """What of a task's keywords is rendered when it runs: templated flags, environment."""
+    flags = [getattr(task, key) for key in TEMPLATED_FLAGS]
+    return [*(flag for flag in flags if isinstance(flag, str)), *task.environment]
 
 
 def _number(m: YamlMap, key: str, ctx: str, default: Any, *, integer: bool = False) -> Any:
@@ -590,16 +612,16 @@ def _task_fields(m: YamlMap, ctx: str) -> dict[str, Any]:
         until=until[0] if until else None,
         delay=_number(m, "delay", ctx, DEFAULT_DELAY),
         timeout=timeout,
-        no_log=_bool(m, "no_log", ctx, None),
-        ignore_errors=_bool(m, "ignore_errors", ctx, None),
+        no_log=_flag(m, "no_log", ctx),
+        ignore_errors=_flag(m, "ignore_errors", ctx),
         environment=_environment(m, ctx),
         vars=_scoped_vars(m, ctx),
         loop=_loop(m, ctx),
         run_once=_bool(m, "run_once", ctx, None),
         any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
         delegate_to=_text(m, "delegate_to", ctx),
-        check_mode=_bool(m, "check_mode", ctx, None),
-        diff=_bool(m, "diff", ctx, None),
+        check_mode=_flag(m, "check_mode", ctx),
+        diff=_flag(m, "diff", ctx),
     )
 
 
@@ -732,7 +754,7 @@ class _Inherit:
     any_errors_fatal: bool | None = None
     check_mode: bool | None = None
     diff: bool | None = None
-    environment: dict[str, Any] = field(default_factory=dict)  # a play's: under a task's
+    environment: tuple[dict[str, Any] | str, ...] = ()  # a play's: under a task's
     defaults: dict[str, Any] = field(default_factory=dict)  # a role's, for its own tasks
 
     def apply(self, nodes: list) -> list:
@@ -755,7 +777,7 @@ class _Inherit:
                     any_errors_fatal=_first(node.any_errors_fatal, self.any_errors_fatal),
                     check_mode=_first(node.check_mode, self.check_mode),
                     diff=_first(node.diff, self.diff),
-                    environment={**self.environment, **node.environment},
+                    environment=(*self.environment, *node.environment),
                     defaults={**self.defaults, **node.defaults},
                     inherited=self.around(node.inherited),
                 )
@@ -771,7 +793,7 @@ class _Inherit:
             when=[*self.when, *inner.when],
             tags=self.tags | inner.tags,
             vars={**self.vars, **inner.vars},
-            environment={**self.environment, **inner.environment},
+            environment=(*self.environment, *inner.environment),
             defaults={**self.defaults, **inner.defaults},
             **{key: _first(getattr(inner, key), getattr(self, key)) for key in flags},
         )
@@ -783,12 +805,12 @@ def _inherited(m: YamlMap, ctx: str) -> _Inherit:
         when=_conditions(m, "when", ctx) or [],
         tags=_tags(m, ctx),
         vars=_scoped_vars(m, ctx),
-        ignore_errors=_bool(m, "ignore_errors", ctx, None),
-        no_log=_bool(m, "no_log", ctx, None),
+        ignore_errors=_flag(m, "ignore_errors", ctx),
+        no_log=_flag(m, "no_log", ctx),
         run_once=_bool(m, "run_once", ctx, None),
         any_errors_fatal=_bool(m, "any_errors_fatal", ctx, None),
-        check_mode=_bool(m, "check_mode", ctx, None),
-        diff=_bool(m, "diff", ctx, None),
+        check_mode=_flag(m, "check_mode", ctx),
+        diff=_flag(m, "diff", ctx),
         environment=_environment(m, ctx),
     )
 
@@ -1097,17 +1119,25 @@ def _parse_play(reader: _Reader, m: YamlMap, index: int) -> Play:
     )
 
 
-def _environment(m: YamlMap, ctx: str) -> dict[str, Any]:
-    """`environment`: the variables exported for each task (`export NAME=...`)."""
+def _environment(m: YamlMap, ctx: str) -> tuple[dict[str, Any] | str, ...]:
+    """`environment`: the variables exported for each task (`export NAME=...`), a
+    mapping or a template of one, as one layer."""
+    value = m.get("environment")
+    if isinstance(value, str) and "{{" in value:
+        _check_jinja(value, m, "environment", ctx)
+        return (value,)
+    if value is not None and not isinstance(value, YamlMap):
+        raise _fail(f"'environment' must be a mapping, or a template of one, got {brief(value)}",
+                    m, "environment", ctx)  # fmt: skip
     environment = _mapping(m, "environment", ctx, var_names=True)
     _check_jinja(environment, m, "environment", ctx)
-    return environment
+    return (environment,) if environment else ()
 
 
 def _play_task_keys(m: YamlMap, ctx: str) -> dict[str, Any]:
     """The play keys that are every task's, as in Ansible (a task's own value wins)."""
-    flags = ("ignore_errors", "no_log", "check_mode", "diff")
-    return {"environment": _environment(m, ctx)} | {key: _bool(m, key, ctx, None) for key in flags}
+    flags = {key: _flag(m, key, ctx) for key in TEMPLATED_FLAGS}
+    return {"environment": _environment(m, ctx)} | flags
 
 
 def _play_tasks(reader: _Reader, m: YamlMap, ctx: str) -> tuple[tuple, dict, list]:

@@ -22,13 +22,6 @@ def delegated(task: Any) -> bool:
     return bool(getattr(task, "delegate_to", None))
 
 
-def modes(task: Any, options: Any) -> tuple[bool, bool]:
-    """(check, diff) for this task: its own `check_mode`/`diff`, else the run's."""
-    check = getattr(task, "check_mode", None)
-    diff = getattr(task, "diff", None)
-    return (options.check if check is None else check), (options.diff if diff is None else diff)
-
-
 class Controller:
     """This machine, as delegated tasks see it. Opened on first use."""
 

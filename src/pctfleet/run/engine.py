@@ -11,19 +11,21 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pctfleet.errors import InputError
+from pctfleet.errors import InputError, brief
 from pctfleet.facts import gathered
 from pctfleet.facts import script as probe
+from pctfleet.inventory import VAR_NAME_RE
 from pctfleet.modules import REGISTRY
 from pctfleet.modules.base import Fact, Plan, as_bool, q
 from pctfleet.modules.validate import failed_validation
 from pctfleet.playbook.loader import Block, expand_include, select_tasks, should_run
 from pctfleet.playbook.lookups import warnings_kept
 from pctfleet.playbook.loops import loop_items, loop_vars
+from pctfleet.playbook.magic import OMIT
 from pctfleet.playbook.templating import (
     HOLDS,
     condition,
@@ -35,7 +37,7 @@ from pctfleet.playbook.templating import (
     unsafe,
 )
 from pctfleet.run import notify
-from pctfleet.run.delegate import Controller, delegated, modes
+from pctfleet.run.delegate import Controller, delegated
 from pctfleet.run.failure import failure_output
 from pctfleet.run.journal import new_run_id
 from pctfleet.run.lock import LockTimeout, RunLock, busy, holder
@@ -315,7 +317,9 @@ class ContainerEngine:
             if task.role and not self.in_role_include:  # see _ran_before
                 self.roles_run.add(_role_ident(task.role, task.params))
             # Marked before it is reported: the journal and the live output say "ignored" too.
-            result.ignored = result.status == "failed" and bool(task.ignore_errors)
+            result.ignored = result.status == "failed" and bool(
+                self._keyword(task, "ignore_errors")
+            )
             self.run.tasks.append(result)
             self.on_result(self.run, result)
             if result.status == "failed" and not result.ignored:
@@ -413,7 +417,7 @@ class ContainerEngine:
         if task.module != "include_vars":
             self.set_names |= set(outcome.values)
         self.vars.update(self.options.extra_vars)
-        if outcome.status == "failed" and not task.ignore_errors:
+        if outcome.status == "failed" and not self._keyword(task, "ignore_errors"):
             msg = f"task '{task.name}' failed in {outcome.runner} (run_once)"
             failed = TaskResult(task.name, task.module, "failed", msg, loc=task.loc)
             failed.result = dict(outcome.values.get(task.register) or {})
@@ -634,8 +638,9 @@ class ContainerEngine:
         result = self._finish(
             task, plan, status, registered, handler, started, scope, called, after=False
         )
-        result.items, result.details = ([] if task.no_log else shown), {}
-        result.msg = HIDDEN if task.no_log else redact(msg, scope)
+        no_log = self._keyword(task, "no_log")
+        result.items, result.details = ([] if no_log else shown), {}
+        result.msg = HIDDEN if no_log else redact(msg, scope)
         return result
 
     def _loop_item(self, task: Any, scope: dict, key: str, remaining: list, where: str) -> dict:
@@ -723,7 +728,7 @@ class ContainerEngine:
         return snippet
 
     def _plan(self, module: Any, key: str, args: dict, remaining: list, task: Any) -> Plan:
-        check, diff = modes(task, self.options)
+        check, diff = self._modes(task)
         snippet = None if module.controller else self._snippet(module, args, diff)
         if snippet and delegated(task):  # read on this machine, never in the container's probe
             return module.decide(args, self.controller.fact(snippet), check)
@@ -819,7 +824,7 @@ class ContainerEngine:
                 args = self._args(task, task.loc, scope)
             except Exception:  # noqa: BLE001 - depends on a later result: probe it when reached
                 continue
-            snippet = self._snippet(module, args, modes(task, self.options)[1])
+            snippet = self._snippet(module, args, self._modes(task)[1])
             if snippet:
                 out[key] = snippet
         return out
@@ -844,7 +849,7 @@ class ContainerEngine:
             if not module.registers_output:
                 return "ok", registered
             return "ok", {"rc": 0, "stdout": "", "stderr": "", **registered}  # a module's own win
-        if modes(task, self.options)[0]:
+        if self._modes(task)[0]:
             registered.update(module.checked(args, plan))
             return ("skipped" if plan.skip_in_check else "changed"), registered
         local = delegated(task)  # a change on this machine leaves the container's facts
@@ -884,12 +889,16 @@ class ContainerEngine:
         if plan.script is None:
             return 0, "", ""
         where = f"{task.loc}: task '{task.name}'"
-        environment = render(dict(task.environment or {}), scope, where=where)
+        environment = _environment(task.environment, scope, where)
         env = "".join(f"export {k}={q(v)}\n" for k, v in environment.items())
         script = env + plan.script if local else self.lock.wrap(env + plan.script)
         # -v: output as it arrives, redacted like the result; nothing of a no_log task.
         hide = lambda text: redact(_before(text, plan.trailer), scope)  # noqa: E731
-        out, err = (None, None) if task.no_log else self.options.observer.streams(self.run, hide)
+        out, err = (
+            (None, None)
+            if self._keyword(task, "no_log")
+            else self.options.observer.streams(self.run, hide)
+        )
         argv = ["/bin/sh", "-c", script, "pctfleet-task"]
         result = target.run(argv, stdin=plan.stdin, timeout=timeout, stdout=out, stderr=err)
         if out is not None and err is not None:
@@ -950,7 +959,7 @@ class ContainerEngine:
             self.notified.extend(n for n in dict.fromkeys(called) if n not in self.notified)
         msg = registered.get("msg") or plan.msg or ""
         result = self._result(task, status, str(msg), handler, started)
-        result.diff = plan.diff if (modes(task, self.options)[1] and plan.changed) else None
+        result.diff = plan.diff if (self._modes(task)[1] and plan.changed) else None
         result.result = {k: v for k, v in registered.items() if k != "ansible_facts"}
         result.details = {k: v for k, v in registered.items() if k not in _NOT_DETAILS}
         return self._redacted(task, result, scope)
@@ -969,8 +978,27 @@ class ContainerEngine:
         except InputError:
             return task.name
 
+    def _keyword(self, task: Any, key: str) -> Any:
+        """The task's ignore_errors, no_log, check_mode or diff: as written, or its
+        template rendered now with the task's variables, as ansible-core renders it."""
+        value = getattr(task, key, None)
+        if not isinstance(value, str):
+            return value
+        try:
+            return as_bool(render(value, self._scope(task), where=task.loc))
+        except InputError:
+            if key == "no_log":  # not known: hidden rather than shown by mistake
+                return True
+            raise
+
+    def _modes(self, task: Any) -> tuple[bool, bool]:
+        """(check, diff) for this task: its own `check_mode`/`diff`, else the run's."""
+        check, diff = self._keyword(task, "check_mode"), self._keyword(task, "diff")
+        options = self.options
+        return (options.check if check is None else check), (options.diff if diff is None else diff)
+
     def _redacted(self, task: Any, result: TaskResult, scope: dict | None = None) -> TaskResult:
-        if task.no_log:
+        if self._keyword(task, "no_log"):
             result.msg, result.diff, result.result, result.details = HIDDEN, None, {}, {}
             return result
         hide = hider(self.vars if scope is None else scope)  # secrets found once per result
@@ -998,6 +1026,21 @@ def _lookahead(tasks: list) -> list:
     for task in tasks:
         out += _lookahead([*task.block, *task.always]) if isinstance(task, Block) else [task]
     return out
+
+
+def _environment(layers: tuple, scope: dict, where: str) -> dict[str, Any]:
+    """A task's environment: its layers rendered, later ones over earlier ones; a name
+    whose value is `omit` is not exported, as in Ansible."""
+    out: dict[str, Any] = {}
+    for layer in layers:
+        rendered = render(layer, scope, where=where)
+        if not isinstance(rendered, Mapping):
+            raise InputError(f"{where}: 'environment' must be a mapping, got {brief(rendered)}")
+        bad = [name for name in rendered if not VAR_NAME_RE.match(str(name))]
+        if bad:
+            raise InputError(f"{where}: {brief(bad[0])} is not a valid name in 'environment'")
+        out.update(rendered)
+    return {name: value for name, value in out.items() if value != OMIT}
 
 
 def _failed_vars(task: Any, result: TaskResult) -> dict[str, Any]:

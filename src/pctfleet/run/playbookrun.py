@@ -18,13 +18,20 @@ from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
 from pctfleet.playbook import roles
-from pctfleet.playbook.loader import expand_include, leaves, load_playbook, select_tasks
+from pctfleet.playbook.loader import (
+    expand_include,
+    keyword_templates,
+    leaves,
+    load_playbook,
+    select_tasks,
+)
 from pctfleet.playbook.loops import item_scopes
 from pctfleet.playbook.magic import PlayMagic
 from pctfleet.playbook.templating import (
     condition,
     names_reached,
     redact,
+    render,
 )
 from pctfleet.run import taskargs
 from pctfleet.run.batches import plan_batches
@@ -189,6 +196,8 @@ def _preflight_task(task: Any, variables: dict, later: Any, base_dir: str) -> No
         if task.when and not condition(task.when, variables, where=where):
             return  # skipped here: its arguments may rely on what is not defined
         task_args(task, variables, base_dir, where)  # the engine finds them made
+        for template in keyword_templates(task):  # rendered as the task starts
+            render(template, variables, where=where)
     except InputError as exc:
         exc.message = redact(exc.message, variables)  # a secret quoted back stays hidden
         exc.args = (exc.message,)

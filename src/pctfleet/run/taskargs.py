@@ -26,6 +26,7 @@ from pctfleet.modules import REGISTRY
 from pctfleet.modules.args import Context
 from pctfleet.playbook import rendermemo
 from pctfleet.playbook.delegation import check_rendered
+from pctfleet.playbook.loader import keyword_templates
 from pctfleet.playbook.loops import WITH_EFFECTS
 from pctfleet.playbook.magic import drop_omitted
 from pctfleet.playbook.rendermemo import scalar_key
@@ -160,6 +161,7 @@ def _written_names(task: Any) -> frozenset[str]:
         names = referenced_names(dict(task.args))
         names |= referenced_names(task.when, expression=True)
         names |= referenced_names(task.delegate_to or "")
+        names |= referenced_names(keyword_templates(task))
         kept = _WRITTEN[id(task)] = (task, frozenset(names))
     return kept[1]
 
