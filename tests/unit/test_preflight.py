@@ -162,3 +162,13 @@ def test_the_run_command_rejects_it_before_connecting(tmp_path, monkeypatch):
     assert code == exitcodes.PARSE_ERROR, err.getvalue()
     assert f"{book}:6:" in err.getvalue() and "'bad'" in err.getvalue()
     assert not connects
+
+
+@pytest.mark.parametrize(
+    "keyword",
+    ['ignore_errors: "{{ nope }}"', 'environment: "{{ nope }}"', "environment: {A: '{{ nope }}'}"],
+)
+def test_a_templated_keyword_is_rendered_before_the_run(tmp_path, keyword):
+    with pytest.raises(InputError, match=r"book.yml:\d+.*'nope' is undefined|undefined.*'nope'"):
+        check(tmp_path, f"- command: 'true'\n  {keyword}\n")
+    check(tmp_path, f"- command: 'true'\n  {keyword}\n  when: nope is defined\n")
