@@ -341,6 +341,10 @@ class LazyVars(Mapping):
             self._done[key] = _render_value(self._raw[key], self, self._env)
         except _Failure:
             raise
+        except jinja2.UndefinedError as err:
+            # As in ansible-core: a variable built from an undefined one is undefined
+            # itself (`api_url | default(...)`, `api_url is defined`); used, it fails so.
+            return self._env.undefined(hint=f"{_describe(err)} (in variable {key!r})", name=key)
         except Exception as err:
             # Say which variable failed to render, not only what it needed.
             raise _Failure(f"{_describe(err)} (in variable {key!r})") from None
@@ -532,6 +536,8 @@ def _describe(err: Exception) -> str:
         return str(err)
     message = getattr(err, "message", None) or str(err)
     if isinstance(err, jinja2.UndefinedError):
+        if message.startswith("undefined variable "):  # said by a LazyVars variable
+            return message
         if match := _UNDEFINED_RE.match(message):
             return f"undefined variable {match.group(1)!r}"
         if match := _NO_ATTR_RE.search(message):
