@@ -9,16 +9,23 @@ from __future__ import annotations
 import differ
 
 CALL = 1  # bump when how Ansible is called here changes
-NAMES = (
-    "r_set r_assert r_debug r_stat r_copy r_copy2 r_line r_line2 r_tpl r_vars r_slurp r_find r_file"
+NAMES = " ".join(
+    [
+        "r_set r_assert r_debug r_dvar r_dlist r_stat",
+        "r_copy r_copy2 r_line r_line2 r_tpl r_vars r_slurp r_find r_file",
+    ]
 )
 BOOK = """
 - hosts: all
   gather_facts: false
+  vars: {ports: [1, 2]}
   tasks:
     - {set_fact: {a: 1}, register: r_set}
     - {assert: {that: [true]}, register: r_assert}
     - {debug: {msg: hi}, register: r_debug}
+    - {debug: {var: ports}, register: r_dvar}
+    - {debug: {msg: "{{ ports }}"}, register: r_dlist}
+    - {name: types, debug: {msg: "{{ r_dlist.msg | type_debug }} {{ r_dvar.ports }}"}}
     - {stat: {path: /nonexistent}, register: r_stat}
     - {copy: {content: "x", dest: "{{ playbook_dir }}/c.txt"}, register: r_copy}
     - {copy: {content: "x", dest: "{{ playbook_dir }}/c.txt"}, register: r_copy2}
@@ -56,4 +63,8 @@ def test_a_task_registers_no_key_ansible_does_not(tmp_path):
         assert mine <= their, f"{name}: pctfleet registers {sorted(mine - their)} too"
         assert their - mine <= NOT_YET, f"{name}: pctfleet lacks {sorted(their - mine)}"
     assert keys["keys r_debug"][0] == {"changed", "failed", "msg"}
+    assert keys["keys r_dvar"][0] == {"changed", "failed", "ports"}
+    pairs = zip(ours["tasks"], theirs["tasks"], strict=True)
+    types = [(mine[2], their[2]) for mine, their in pairs if mine[0] == "types"]
+    assert types == [("list [1, 2]", "list [1, 2]")]
     assert keys["keys r_stat"][0] == {"changed", "failed", "stat"}

@@ -46,7 +46,7 @@ def _verbosity(value: Any, where: str) -> int:
 @dataclass(frozen=True)
 class DebugArgs(Args):
     reads_context: ClassVar[bool] = True
-    msg: str = arg("Hello world!", convert=_shown)
+    msg: Any = arg("Hello world!")  # registered as it renders (a list stays a list)
     var: str | None = arg(None, convert=_expression_text)
     verbosity: int = arg(0, convert=_verbosity)  # shown from this many -v on, else skipped
     # Not arguments: `var` evaluated with the task's variables when it is prepared, and
@@ -58,7 +58,7 @@ class DebugArgs(Args):
     def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
         args = super().parse(raw, ctx, where)
         if "msg" in raw and raw["msg"] is None:  # given, as None: shown, not the default
-            args = dataclasses.replace(args, msg=_shown(None, where))
+            args = dataclasses.replace(args, msg=None)
         verbosity = ctx.variables.get("ansible_verbosity", 0)
         args = dataclasses.replace(args, run_verbosity=verbosity)
         if args.var is None or waits_for_run([args.var], ctx.variables):
@@ -73,7 +73,8 @@ class DebugArgs(Args):
 class Debug(Module, name="debug", args=DebugArgs):
     """Print a message or a variable: `debug: {msg: "..."}` or `debug: {var: result}`."""
 
-    registers_output = False
+    # Registers its message as it rendered, or `var`'s value under its name (no msg).
+    registers_output = registers_msg = False
 
     controller = True
 
@@ -81,8 +82,8 @@ class Debug(Module, name="debug", args=DebugArgs):
         if args.verbosity > args.run_verbosity:
             return Plan(False, skipped="Verbosity threshold not met.")
         if args.var is not None:
-            return Plan(False, msg=f"{args.var} = {args.value!r}")
-        return Plan(False, msg=args.msg)
+            return Plan(False, msg=f"{args.var} = {args.value!r}", result={args.var: args.value})
+        return Plan(False, msg=_shown(args.msg, ""), result={"msg": args.msg})
 
 
 @dataclass(frozen=True)

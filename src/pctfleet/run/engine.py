@@ -623,10 +623,10 @@ class ContainerEngine:
                 time.sleep(task.loop.pause)
             scope = self._scope(task, loop_vars(task.loop, index, items))
             notes = self._notes(task, scope, where)
-            entry = self._loop_item(task, scope, f"t{id(task)}#{index}", remaining, where)
+            entry, said = self._loop_item(task, scope, f"t{id(task)}#{index}", remaining, where)
             results.append(entry)
             called += notes  # every item's, when the loop as a whole changed (ansible-core)
-            shown.append(self._shown_item(task, entry, scope, where))
+            shown.append(self._shown_item(task, entry, said, scope, where))
         registered = _loop_result(results)
         status = _loop_status(results)
         msg = registered.get("msg", "")
@@ -643,22 +643,26 @@ class ContainerEngine:
         result.msg = HIDDEN if no_log else redact(msg, scope)
         return result
 
-    def _loop_item(self, task: Any, scope: dict, key: str, remaining: list, where: str) -> dict:
-        """One item's registered result, as in the `results` of a looped register."""
+    def _loop_item(
+        self, task: Any, scope: dict, key: str, remaining: list, where: str
+    ) -> tuple[dict, str]:
+        """One item's registered result, as in the `results` of a looped register, and
+        what it says (registered as `msg` where the module registers one)."""
         base = {k: v for k, v in scope.items() if k in _LOOP_NAMES or k == task.loop.loop_var}
         base["item"] = scope[task.loop.loop_var]
         if task.loop.index_var:
             base[task.loop.index_var] = scope[task.loop.index_var]
         false = first_false(task.when, scope, where=where) if task.when else HOLDS
         if false is not HOLDS:
-            return {**_skipped(false), **base}
+            return {**_skipped(false), **base}, ""
         plan, status, registered = self._attempts(task, scope, key, remaining, where)
         self._after(task, registered)
+        said = str(registered.get("msg") or plan.msg or "")
         if REGISTRY[task.module].registers_msg or status == "failed":
             registered["msg"] = registered.get("msg") or plan.msg or ""
-        return {**registered, **base}
+        return {**registered, **base}, said
 
-    def _shown_item(self, task: Any, entry: dict, scope: dict, where: str) -> dict:
+    def _shown_item(self, task: Any, entry: dict, said: str, scope: dict, where: str) -> dict:
         """An item as output shows it: its `label` (or the item), status and message."""
         label = render(task.loop.label, scope, where=where) if task.loop.label else entry["item"]
         status = _loop_status([entry])
@@ -666,7 +670,7 @@ class ContainerEngine:
             "item": redact_data(label, scope),
             "status": status,
             "changed": status == "changed",
-            "msg": redact(str(entry.get("msg", "")), scope),
+            "msg": redact(said, scope),
         }
 
     def _notes(self, task: Any, scope: dict, where: str) -> list[str]:
