@@ -111,7 +111,7 @@ class SetFact(Module, name="set_fact", args=SetFactArgs):
 
 @dataclass(frozen=True)
 class FailArgs(Args):
-    msg: str = arg("Failed as requested", convert=_shown)
+    msg: str = arg("Failed as requested from task", convert=_shown)
 
 
 class Fail(Module, name="fail", args=FailArgs):
