@@ -2,8 +2,8 @@
 through ansible-playbook (`-c local`) and pctfleet (`--local`): the play's, a block's,
 an `import_tasks`' and a `roles:` entry's `environment`, `check_mode`, `ignore_errors`,
 `no_log`, `when` (read again for each included task) and `tags` (with `--tags`), while
-the include's own `ignore_errors`, `no_log` and `tags` stay its own (measured on
-ansible-core 2.19)."""
+the include's own `ignore_errors`, `no_log` and `tags` stay its own; the include's
+own `vars` rank as include params, over set_fact (measured on ansible-core 2.19)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,29 @@ TAG_FILES = {
     "inc.yml": "- {name: 'included {{ tag }}', debug: {msg: 'ran {{ tag }}'}}\n",
     "imports.yml": "- {name: imported include, include_tasks: inc.yml, vars: {tag: imported}}\n",
 }
-CASES = {"keywords": (KEYWORDS, KEYWORD_FILES, []), "tags": (TAGS, TAG_FILES, ["--tags", "cuda"])}
+PARAMS = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - set_fact: {a: fact, b: fact, c: fact}
+    - vars: {b: block}
+      block:
+        - {name: params, include_tasks: shows.yml, vars: {a: inc, c: inc}}
+    - {name: role params, include_role: {name: r}, vars: {a: inc}}
+    - {name: imported role, import_role: {name: r}, vars: {a: imp}}
+"""
+PARAM_FILES = {
+    "shows.yml": (
+        "- {name: shows params, debug: {msg: 'a={{ a }} b={{ b }} c={{ c }}'}}\n"
+        "- {name: shows over own, debug: {msg: 'c={{ c }}'}, vars: {c: task-own}}\n"
+    ),
+    "roles/r/tasks/main.yml": "- {name: shows role, debug: {msg: 'a={{ a }}'}}\n",
+}
+CASES = {
+    "keywords": (KEYWORDS, KEYWORD_FILES, []),
+    "tags": (TAGS, TAG_FILES, ["--tags", "cuda"]),
+    "params": (PARAMS, PARAM_FILES, []),
+}
 
 
 def _files(folder: Path) -> list:
@@ -95,8 +117,9 @@ def test_included_tasks_get_what_is_around_the_include(tmp_path, case):
     inputs = [CALL, book, files, more]
     ours, theirs = differ.local_side_by_side("include-inherit", inputs, tmp_path, _files, *more)
     shown = {row[0]: row[2] for row in ours["tasks"]}
+    roles = [row[2] for row in ours["tasks"] if row[0].endswith("shows role")]
     for row in (*ours["tasks"], *theirs["tasks"]):
-        said = row[0].startswith(("shows", "rescued", "after", "included"))
+        said = row[0].removeprefix("r : ").startswith(("shows", "rescued", "after", "included"))
         if not said or row[1] == "skipped" or row[2] == "output hidden (no_log: true)":
             row[2] = ""  # only what the debug tasks that ran and showed it say is compared
     assert ours == theirs
@@ -108,5 +131,9 @@ def test_included_tasks_get_what_is_around_the_include(tmp_path, case):
         assert shown["shows write secret"] == "output hidden (no_log: true)"
         assert shown["shows write shown"] == "True"
         assert [r[1] for r in ours["tasks"] if r[0].startswith("after set")] == ["skipped"] * 2
-    else:
+    elif case == "tags":
         assert [name for name, _ in ours["files"]] == ["cuda.txt"]
+    else:  # as ansible-core ranks an include's vars: over set_fact, as role params
+        assert shown["shows params"] == "a=inc b=fact c=inc"
+        assert shown["shows over own"] == "c=inc"
+        assert roles == ["a=inc", "a=fact"]

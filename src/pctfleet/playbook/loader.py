@@ -979,9 +979,14 @@ def expand_include(
 def inherit_from(task: Task, nodes: list, item: dict[str, Any]) -> list:
     """What tasks brought in by `task` get from it: its vars, params and role, and the
     keywords of what is around it (its own `when`, `tags` ... were for it alone)."""
+    around: dict[str, Any] = {}
     if task.inherited is not None:  # vars come with the task's own, defaults by role
         nodes = replace(task.inherited, vars={}, defaults={}).apply(nodes)
-    params = {**task.params, **item}
+        around = task.inherited.vars
+    # The include's own `vars` are include params, as in ansible-core: over set_fact,
+    # registered results and the included tasks' own vars (a block's stay task vars).
+    own = {k: v for k, v in task.vars.items() if k not in around or around[k] is not v}
+    params = {**task.params, **own, **item}
     return _walk(
         nodes,
         lambda t: replace(
