@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from pctfleet import exitcodes
 from pctfleet.cli.groups import flag, grouped, opt, use
 from pctfleet.cli.options import (
     Connection,
@@ -17,24 +18,27 @@ from pctfleet.cli.options import (
     Output,
     Run,
     Selection,
+    configured_inventory,
+    fail,
     select_containers,
     tag_sets,
 )
 from pctfleet.cli.report import make_console, warn
 from pctfleet.errors import InputError
-from pctfleet.run.batches import parse_serial
+from pctfleet.run.batches import order_containers, parse_serial
 from pctfleet.run.engine import RunOptions
 from pctfleet.run.journal import Journal
 from pctfleet.run.playbookrun import PreparedRun
 from pctfleet.run.rollout import (
+    DEFAULT_DIR,
     Rollout,
     RolloutPlan,
     RolloutResult,
     journal_path,
     resume_state,
+    write_resume,
     write_start,
 )
-from pctfleet.status import exit_code
 from pctfleet.textout import line
 from pctfleet.transport.options import ConnectOptions
 
@@ -49,9 +53,18 @@ class Batches:
         "1,25%",
     )
     max_fail_percent: float | None = opt(
-        "--max-fail-percent", "Stop when a batch's failures exceed this percent.", min=0, max=100
+        "--max-fail-percent",
+        "Go on after a batch whose failed or unreachable containers stay within this "
+        "percent of it (a batch that failed whole still stops the rollout).",
+        min=0,
+        max=100,
+        shown="none: any failure stops it",
     )
-    any_errors_fatal: bool = flag("--any-errors-fatal", "Stop at the first failed container.")
+    any_errors_fatal: bool = flag(
+        "--any-errors-fatal",
+        "Stop at the first failed container: the rest of its batch stops before its next "
+        "task, and counts as failed.",
+    )
     per_node: int | None = opt(
         "--per-node", "At most this many containers of one Proxmox node change at once.", min=1
     )
@@ -59,24 +72,43 @@ class Batches:
     gate: bool = flag("--gate/--no-gate", "Verify each batch before the next starts.", True)
     gate_checks: str | None = opt(
         "--gate-checks",
-        "pytest -k expression selecting the gate's verify checks.",
+        "pytest -k expression selecting the gate's verify checks (they see -e too).",
         shown="the batch is converged, plus the checks of the stack parts the playbook deploys",
     )
     gate_tests: list[Path] | None = opt("--gate-tests", "More check files for the gate.")
     resume: str | None = opt(
         "--resume",
-        "Continue rollout ID: skip containers done (after checking they are still healthy).",
+        "Continue rollout ID as it was started: skip containers done (after checking they "
+        "are still healthy). Takes only -e (added to the journal's), --forks, --json, "
+        "--journal-dir, and the connection and vault options.",
     )
+
+
+@dataclass
+class Journals:
+    journal_dir: Path | None = opt(
+        "--journal-dir", "Where rollout journals go (and --resume looks).", shown=str(DEFAULT_DIR)
+    )
+
+
+# What --resume takes from the journal instead: given with it, they are refused.
+FROM_JOURNAL = frozenset({
+    "playbook", "inventory", "limit", "serial", "max_fail_percent", "any_errors_fatal",
+    "per_node", "order", "gate", "gate_checks", "gate_tests", "tags", "skip_tags",
+    "force_handlers",
+})  # fmt: skip
 
 
 @grouped(
     sel=use(Selection, "inventory", "limit", *Selection.VAULT_FIELDS),
     batches=Batches,
     run=use(Run, "tags", "skip_tags", "extra_vars", "force_handlers"),
-    out=use(Output, "as_json", "journal_dir"),
+    out=use(Output, "as_json"),
+    journals=Journals,
     conn=use(Connection, timeout=1800.0),
 )
 def rollout_command(
+    ctx: typer.Context,
     playbook: Annotated[
         Path | None,
         typer.Argument(help="Playbook to roll out (not with --resume).", show_default=False),
@@ -87,14 +119,22 @@ def rollout_command(
     run: Run,
     forks: Forks = None,
     out: Output,
+    journals: Journals,
     conn: Connection,
 ) -> int:
     """Roll a playbook across the fleet in batches, checking health between batches.
 
-    When it stops (failures over the threshold, a failed health gate, Ctrl-C),
-    containers not reached are untouched; the summary lists done, failed and
-    untouched containers, and --resume ID finishes the job. Exit 0 completed,
-    2 stopped on failures, 99 interrupted.
+    A batch in which a container failed or was unreachable stops the rollout
+    (a failed canary stops everything); --max-fail-percent P goes on while a
+    batch's failures stay within P% (a batch that failed whole still stops it),
+    --any-errors-fatal stops at the first failure, mid-batch. A failed health
+    gate always stops it. Containers not reached are untouched; the summary
+    lists done, failed and untouched containers, and --resume ID finishes the
+    job. Without -i, ansible.cfg's inventory (or ANSIBLE_INVENTORY).
+
+    Exit 0 completed (every container done), 2 a container failed (the rollout
+    stopped, or ran every batch within --max-fail-percent), 4 bad inventory,
+    playbook or vars, 5 bad options, 99 interrupted.
 
     Examples:
 
@@ -102,6 +142,8 @@ def rollout_command(
       pctfleet rollout playbooks/site.yml -i /var/lib/pctfleet-lab/inventory.yml --per-node 1
       pctfleet rollout playbooks/site.yml -i /var/lib/pctfleet-lab/inventory.yml --json
     """
+    if batches.resume:
+        _refuse_with_resume(ctx)
     sel.unlock()
     args = RolloutArgs(
         playbook=playbook,
@@ -114,9 +156,31 @@ def rollout_command(
         force_handlers=run.force_handlers,
         forks=forks,
         as_json=out.as_json,
-        journal_dir=out.journal_dir,
+        journal_dir=journals.journal_dir,
     )
     return run_rollout(args, conn.options())
+
+
+def _refuse_with_resume(ctx: typer.Context) -> None:
+    """--resume repeats the journal's rollout: what would change it is refused, not ignored."""
+    given = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)
+        if param.name not in FROM_JOURNAL or source is None or source.name == "DEFAULT":
+            continue
+        if param.name == "playbook":
+            given.append("PLAYBOOK")
+        elif getattr(param, "secondary_opts", None) and not ctx.params.get(param.name):
+            given.append(param.secondary_opts[0])  # --no-gate
+        else:
+            given.append(param.opts[0])
+    if given:
+        raise fail(
+            f"--resume continues the rollout as its journal recorded it: drop {', '.join(given)} "
+            "(with --resume only -e, --forks, --json, --journal-dir, and connection and "
+            "vault options apply)",
+            exitcodes.BAD_OPTIONS,
+        )
 
 
 @dataclass
@@ -176,9 +240,11 @@ def _without_secrets(item: str) -> str:
 
 
 def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
+    """The rollout as its journal recorded it; only -e, --forks, --json and
+    --journal-dir (and the connection, given to `run_rollout` apart) come from `args`."""
     path = journal_path(args.journal_dir, args.resume)
     if not path.exists():
-        raise InputError(f"--resume: no rollout journal {path}")
+        raise fail(f"--resume {args.resume}: no rollout journal {path}", exitcodes.BAD_OPTIONS)
     start, done = resume_state(path)
     params = start["params"]
     # Secret values were not journaled: the -e given with --resume supplies them (and wins).
@@ -193,6 +259,7 @@ def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
             "journal_dir": args.journal_dir,
             "as_json": args.as_json,
             "resume": args.resume,
+            "forks": args.forks if args.forks is not None else params["forks"],
         }
     )
     return restored, done
@@ -215,11 +282,11 @@ def verify_gate(plan: RolloutPlan, args: RolloutArgs):
     from pctfleet.run.gate import default_gate
 
     if args.gate_checks or args.gate_tests:
-        return _verify(plan, args, args.gate_checks, with_extra_vars=False)
-    return default_gate(plan, lambda keyword: _verify(plan, args, keyword, with_extra_vars=True))
+        return _verify(plan, args, args.gate_checks)
+    return default_gate(plan, lambda keyword: _verify(plan, args, keyword))
 
 
-def _verify(plan: RolloutPlan, args: RolloutArgs, keyword: str | None, with_extra_vars: bool):
+def _verify(plan: RolloutPlan, args: RolloutArgs, keyword: str | None):
     """`verify` with `keyword` (and --gate-tests) on the batch's containers."""
     from pctfleet.verify.runner import VerifyRequest, run_verify
 
@@ -232,7 +299,7 @@ def _verify(plan: RolloutPlan, args: RolloutArgs, keyword: str | None, with_extr
             keyword=keyword,
             forks=args.forks,
             # Settings the playbook was given with -e (server_port, ...) are what it deployed.
-            extra_vars=dict(plan.options.extra_vars) if with_extra_vars else {},
+            extra_vars=dict(plan.options.extra_vars),
         )
         verdicts = {}
         for result in run_verify(request).containers:
@@ -246,22 +313,25 @@ def _verify(plan: RolloutPlan, args: RolloutArgs, keyword: str | None, with_extr
 
 def run_rollout(args: RolloutArgs, connect: ConnectOptions) -> int:
     done: list[str] = []
+    if not args.gate and (args.gate_checks or args.gate_tests):
+        given = "--gate-checks" if args.gate_checks else "--gate-tests"
+        raise fail(f"--no-gate runs no health gate: drop {given}", exitcodes.BAD_OPTIONS)
     if args.resume:
         args, done = _from_journal(args)
-    elif args.playbook is None:
-        raise InputError("rollout needs a PLAYBOOK (or --resume ID)")
-    if args.inventory is None:
-        raise InputError("rollout needs -i INVENTORY")
+    else:
+        _check_new(args)
     inventory, containers = select_containers(
         args.inventory, None, None, args.limit, Path(args.playbook).parent
     )
     plan = _plan(args, inventory, containers, connect)
     gate = verify_gate(plan, args) if args.gate else None
-    journal = Journal(Path(args.journal_dir or "~/.local/state/pctfleet/rollouts"), args.resume)
+    journal = Journal(Path(args.journal_dir or DEFAULT_DIR), args.resume)
     plan.options.run_id = journal.run_id
     console = make_console(stderr=True)
     show = _printer(args.as_json, console)
-    if not args.resume:
+    if args.resume:
+        write_resume(journal)
+    else:
         write_start(journal, plan, args.params())
     rollout = Rollout(plan, journal, gate, show)
     with _watch(rollout, console, args.as_json):
@@ -269,6 +339,22 @@ def run_rollout(args: RolloutArgs, connect: ConnectOptions) -> int:
         show({"kind": "rollout", "rollout_id": journal.run_id, "journal": str(journal.path)})
         result = rollout.run_journaled(done)
     return _finish(result, args.as_json)
+
+
+def _check_new(args: RolloutArgs) -> None:
+    """A new rollout's playbook, inventory and order, checked before its journal exists;
+    the inventory ansible.cfg names is written down, so a resume reads the same one."""
+    if args.playbook is None:
+        raise fail("rollout needs a PLAYBOOK (or --resume ID)", exitcodes.BAD_OPTIONS)
+    if not Path(args.playbook).is_file():
+        raise fail(f"playbook not found: {args.playbook}", exitcodes.BAD_OPTIONS)
+    args.inventory = args.inventory or configured_inventory()
+    if args.inventory is None:
+        raise fail(
+            "rollout needs -i INVENTORY (or 'inventory =' in ansible.cfg, or ANSIBLE_INVENTORY)",
+            exitcodes.BAD_OPTIONS,
+        )
+    order_containers([], args.order)
 
 
 def _watch(rollout: Rollout, console: Any, as_json: bool) -> Any:
@@ -413,7 +499,11 @@ def _finish(result: RolloutResult, as_json: bool) -> int:
         typer.echo(json.dumps({"kind": "summary", **result.as_json()}))
     else:
         console = make_console()
-        state = f"stopped: {result.stopped}" if result.stopped else "completed"
+        state = {
+            "stopped": f"stopped: {result.stopped}",
+            "interrupted": f"stopped: {result.stopped}",
+            "failures": f"every batch ran; {len(result.failed)} failed (within --max-fail-percent)",
+        }.get(result.outcome, "completed")
         console.print(line(f"rollout {result.rollout_id}: {state}"))
         for label, keys in (
             ("done", result.done),
@@ -421,6 +511,6 @@ def _finish(result: RolloutResult, as_json: bool) -> int:
             ("untouched", result.untouched),
         ):
             console.print(line(f"  {label:9} {len(keys):3}  {' '.join(keys)}"))
-        if result.stopped:
+        if result.outcome != "completed":
             console.print(line(f"  resume: pctfleet rollout --resume {result.rollout_id}"))
-    return exit_code("rollout", result.statuses())
+    return result.exit_code

@@ -3,8 +3,9 @@
 A run's journal holds `start` (playbook, containers, command, pid), one `task`
 record per task result, a `container` record per container and play, and at its
 end either `end` (summary, exit code) or `interrupted`. A rollout's holds
-`rollout-start`, tasks, containers and `rollout-end`. Nothing here is invented:
-what a journal lacks is shown as unknown.
+`rollout-start` (with its pid), tasks, containers and `rollout-end`; a resume
+appends `rollout-resume` (its own pid) and the same again. Nothing here is
+invented: what a journal lacks is shown as unknown.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pctfleet.run.journal import DEFAULT_DIR, read_checked
 from pctfleet.status import UNREACHED, Status, exit_code
 
 ENDS = frozenset({"end", "interrupted", "rollout-end"})
+# The records that name the process writing the journal from then on.
+WRITERS = frozenset({"start", "rollout-start", "rollout-resume"})
 COUNTS = ("ok", "changed", "failed", "unreachable")
 
 
@@ -65,13 +68,21 @@ def summarise(path: Path, records: list[dict]) -> RunInfo:
     info.containers = len(first["containers"]) if "containers" in first else len(last) or None
     info.summary = _summary(last, info.containers or 0)
     end = records[-1] if records and records[-1].get("kind") in ENDS else None
+    pid = _writer(records)
     if end is not None:
         _ended(info, first, end)
-    elif "pid" not in first:
+    elif pid is None:
         info.state = "no-end"  # written before runs recorded their pid: alive or not, unknown
-    elif not _alive(first["pid"]):
+    elif not _alive(pid):
         info.state = "incomplete"
     return info
+
+
+def _writer(records: list[dict]) -> Any:
+    """The pid of the process writing the journal now (a resumed rollout's, not the first's)."""
+    return next(
+        (r["pid"] for r in reversed(records) if r.get("kind") in WRITERS and "pid" in r), None
+    )
 
 
 def _ended(info: RunInfo, first: dict, end: dict) -> None:
@@ -81,12 +92,8 @@ def _ended(info: RunInfo, first: dict, end: dict) -> None:
     elif end["kind"] == "interrupted":
         info.state, info.exit_code = "interrupted", exit_code("run", [Status.INTERRUPTED])
     else:  # a rollout's end: its exit code is the one `rollout` derives from these lists
-        words = [Status.OK] * len(end.get("done", [])) + [Status.FAILED] * len(
-            end.get("failed", [])
-        )
         stopped = end.get("stopped")
-        if stopped:
-            words.append(Status.INTERRUPTED if stopped == Status.INTERRUPTED else Status.FAILED)
+        words = rollout.end_statuses(end.get("done", []), end.get("failed", []), stopped)
         info.state = "interrupted" if stopped == Status.INTERRUPTED else "finished"
         info.exit_code = exit_code("rollout", words)
 

@@ -1,16 +1,23 @@
 """Rolling a playbook across a fleet in batches, with a health gate between batches.
 
-Every rollout has an id and a journal (JSON lines). When it stops (failures
-over the threshold, a failed gate, Ctrl-C), containers not yet reached are
-left untouched, and `--resume ID` continues with them later.
+Every rollout has an id and a journal (JSON lines). When it stops (a failed
+container, failures over --max-fail-percent, a failed gate, Ctrl-C), containers
+not yet reached are left untouched, and `--resume ID` continues with them later.
+
+When a batch stops the rollout (`stop_reason`): by default any container that
+failed or was unreachable, as a canary is meant to; with --max-fail-percent P,
+more than P% of the batch, or every container of it (as Ansible stops a play
+whose whole batch failed, whatever its max_fail_percentage); with
+--any-errors-fatal, the first failure, which also ends the batch itself.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +28,7 @@ from pctfleet.run.journal import Journal, read
 from pctfleet.run.playbookrun import PreparedRun, RunRequest, execute, prepare
 from pctfleet.run.results import ContainerRun
 from pctfleet.run.signals import sigterm_as_interrupt
-from pctfleet.status import SUCCESS, Status
+from pctfleet.status import SUCCESS, Status, exit_code
 from pctfleet.transport.options import ConnectOptions
 
 DEFAULT_DIR = Path("~/.local/state/pctfleet/rollouts")
@@ -59,19 +66,37 @@ class RolloutResult:
 
     def statuses(self) -> list[Status]:
         """The outcome for the exit-code policy: each container's, and why it stopped."""
-        words = [Status.OK] * len(self.done) + [Status.FAILED] * len(self.failed)
+        return end_statuses(self.done, self.failed, self.stopped)
+
+    @property
+    def outcome(self) -> str:
+        """completed (every container done), failures (every batch ran, some failed:
+        --max-fail-percent let them), stopped or interrupted."""
         if self.stopped:
-            stop = self.stopped == Status.INTERRUPTED
-            words.append(Status.INTERRUPTED if stop else Status.FAILED)
-        return words
+            return "interrupted" if self.stopped == Status.INTERRUPTED else "stopped"
+        return "failures" if self.failed else "completed"
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code("rollout", self.statuses())
 
     def as_json(self) -> dict:
+        names = "rollout_id journal batches done failed untouched stopped completed"
         return json_fields(
             self,
-            "rollout_id journal batches done failed untouched stopped completed",
+            names + " outcome exit_code",
             journal=str(self.journal),
-            completed=not self.stopped,
+            # True exactly when the exit code is 0: nothing failed, nothing left to resume.
+            completed=self.outcome == "completed",
         )
+
+
+def end_statuses(done: list, failed: list, stopped: str | None) -> list[Status]:
+    """A rollout's statuses for the exit-code policy, from its end record's lists."""
+    words = [Status.OK] * len(done) + [Status.FAILED] * len(failed)
+    if stopped:
+        words.append(Status.INTERRUPTED if stopped == Status.INTERRUPTED else Status.FAILED)
+    return words
 
 
 class Rollout:
@@ -148,17 +173,28 @@ class Rollout:
         keys = [c.key for c in batch]
         self.event("batch-start", batch=index, of=total, containers=keys)
         request = self._request(batch)
-        plays = [(play, [c for c in members if c.key in keys]) for play, members in prepared.plays]
+        fatal = self.plan.any_errors_fatal
+        plays = [
+            # A play under any_errors_fatal ends for the whole batch at its first failure.
+            (
+                replace(play, any_errors_fatal=True) if fatal else play,
+                [c for c in members if c.key in keys],
+            )
+            for play, members in prepared.plays
+        ]
         runs = execute(PreparedRun(request, plays), self.journal, self._task_event)
         for run in runs:
             self.result.runs[run.key] = run
             names = "container status message started_at finished_at remote_calls remote_reruns"
             self.event("container", **json_fields(run, names, container=run.key))
         failed = [r.key for r in runs if r.status not in SUCCESS]
-        passed = [r for r in batch if r.key not in failed]
+        # Its batch-mates stopped before their next task (their status stays ok): as
+        # ansible-core fails the whole batch, none of them counts as done.
+        stopped_with = [k for k in keys if k not in failed] if failed and fatal else []
+        passed = [r for r in batch if r.key not in failed and r.key not in stopped_with]
         gate_failed = self._gate(index, passed)
         self.result.done += [c.key for c in passed if c.key not in gate_failed]
-        self.result.failed += failed + gate_failed
+        self.result.failed += failed + stopped_with + gate_failed
         return self._keep_going(index, len(batch), failed, gate_failed)
 
     def _task_event(self, run: ContainerRun, task: Any) -> None:
@@ -180,25 +216,34 @@ class Rollout:
         return failing
 
     def _keep_going(self, index: int, size: int, failed: list, gate_failed: list) -> bool:
-        plan, result = self.plan, self.result
+        self.result.stopped = self.stop_reason(index, size, failed, gate_failed)
+        if self.result.stopped:
+            self.event("rollout-stop", batch=index, reason=self.result.stopped)
+        return not self.result.stopped
+
+    def stop_reason(self, index: int, size: int, failed: list, gate_failed: list) -> str:
+        """Why the rollout stops after batch `index` (`failed`: its containers that failed
+        or were unreachable, of `size`), or "" to go on."""
+        plan = self.plan
         if self.stop.is_set():
-            result.stopped = Status.INTERRUPTED
-        elif gate_failed:
-            result.stopped = f"health gate failed after batch {index}: {', '.join(gate_failed)}"
-        elif failed and plan.any_errors_fatal:
-            result.stopped = f"batch {index}: {', '.join(failed)} failed (--any-errors-fatal)"
-        elif (
-            failed
-            and plan.max_fail_percent is not None
-            and (100.0 * len(failed) / size > plan.max_fail_percent)
-        ):
-            result.stopped = (
+            return Status.INTERRUPTED
+        if gate_failed:
+            return f"health gate failed after batch {index}: {', '.join(gate_failed)}"
+        if not failed:
+            return ""
+        names = ", ".join(failed)
+        if plan.any_errors_fatal:
+            return f"batch {index}: {names} failed (--any-errors-fatal)"
+        if plan.max_fail_percent is None:
+            return f"batch {index}: {names} failed"
+        if len(failed) >= size:
+            return f"batch {index}: every container failed ({names})"
+        if 100.0 * len(failed) / size > plan.max_fail_percent:
+            return (
                 f"batch {index}: {len(failed)}/{size} failed, over "
                 f"--max-fail-percent {plan.max_fail_percent:g}"
             )
-        if result.stopped:
-            self.event("rollout-stop", batch=index, reason=result.stopped)
-        return not result.stopped
+        return ""
 
 
 def journal_path(directory: Path | None, rollout_id: str) -> Path:
@@ -231,4 +276,11 @@ def write_start(journal: Journal, plan: RolloutPlan, argv: dict) -> None:
         inventory=plan.inventory_path,
         params=argv,
         started=time.time(),
+        command="rollout",
+        pid=os.getpid(),  # `runs` tells a live rollout from one whose process is gone
     )
+
+
+def write_resume(journal: Journal) -> None:
+    """A resume appends to the rollout's journal: this process is now the one writing it."""
+    journal.write("rollout-resume", pid=os.getpid(), started=time.time())
