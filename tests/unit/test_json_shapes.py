@@ -66,17 +66,19 @@ def test_nested_results_become_their_fields():
 
 def test_verify_and_rollout_results_keep_their_fields():
     check = CheckResult("c1", "failed", "why", status="unreachable")
-    result = VerifyResult([ContainerResult("n/1", "failed", "m", [check], 1.23456789)], 3.14159)
+    row = ContainerResult("n/1", "failed", "m", [check], 1.23456789, remote_calls=2)
+    result = VerifyResult([row], 3.14159)
     data = json.loads(json.dumps(result.as_json()))
     assert data["containers"] == [
         {
             "container": "n/1", "status": "failed", "message": "m", "seconds": 1.23456789,
-            "checks": [{"id": "c1", "outcome": "failed", "message": "why"}],
+            "remote_calls": 2, "checks": [{"id": "c1", "outcome": "failed", "message": "why"}],
         }
     ]  # fmt: skip
     assert data["summary"]["seconds"] == 3.14
     rollout = RolloutResult("r1", Path("/j"), ["a"], [], [], [["a"]], "").as_json()
     assert rollout == {
         "rollout_id": "r1", "journal": "/j", "batches": [["a"]], "done": ["a"], "failed": [],
-        "untouched": [], "stopped": "", "completed": True,
+        "untouched": [], "stopped": "", "completed": True, "outcome": "completed",
+        "exit_code": 0,
     }  # fmt: skip

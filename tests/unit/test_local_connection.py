@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from pctfleet.transport.connections import build_fleet
 from pctfleet.transport.local import LocalTarget
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.verify.runner import VerifyRequest, _specs, pytest_args
+from tests.clirun import invoke
 
 PLAYBOOK = """\
 - name: files on this machine
@@ -58,17 +61,97 @@ def test_the_local_host_gets_a_local_target_with_the_command_timeout():
     fleet.close()
 
 
-def test_verify_asks_testinfra_local_backend_with_the_settings_as_options():
+def test_verify_asks_the_local_backend_with_the_settings_as_options():
     inventory = local_inventory()
     request = VerifyRequest(
         inventory, inventory.containers, ConnectOptions(), extra_vars={"venv": "/opt/x"}
     )
     specs, settings = _specs(request)
-    assert specs == ["local://"]
+    assert specs == ["pctfleet-local://?timeout=600.0"]  # --timeout's default
     assert "--pct-venv=/opt/x" in settings
     args = pytest_args(request, specs, settings)
-    assert "--hosts=local://" in args and "--pct-venv=/opt/x" in args
+    assert f"--hosts={specs[0]}" in args and "--pct-venv=/opt/x" in args
     assert isinstance(inventory.containers[0].node, LocalNode)
+
+
+def test_verify_local_holds_each_command_to_the_timeout():
+    """`verify --local --timeout 1`: the host verify's child gets stops a 3 s command
+    after 1 s, and the container reads `timeout`, as a pct:// host would."""
+    import testinfra
+
+    from pctfleet.verify import backend
+
+    inventory = local_inventory()
+    request = VerifyRequest(inventory, inventory.containers, ConnectOptions(command_timeout=1.0))
+    (spec,), _ = _specs(request)
+    host = testinfra.get_host(spec)
+    assert host.backend.get_pytest_id() == "local" and host.run("echo hi").stdout == "hi\n"
+    started = time.monotonic()
+    with pytest.raises(backend.ContainerUnavailable) as caught:
+        host.run("sleep 3")
+    assert time.monotonic() - started < 2.5
+    assert caught.value.status == "timeout" and "within 1s" in str(caught.value)
+
+
+def test_a_bad_local_timeout_in_a_url_is_one_usage_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", "/dev/null",
+         "--hosts=pctfleet-local://?timeout=soon", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "timeout='soon' is not a number" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def no_nodes(monkeypatch, tmp_path):
+    """Every SSH login, node discovery or `pct` run is recorded (and refused): --local
+    promises none. A `pct` first on PATH writes down that it ran."""
+    from pctfleet.inventory import discover
+    from pctfleet.transport import ssh
+    from pctfleet.transport.base import NodeUnreachable
+
+    attempts: list[str] = []
+
+    def login(self):  # noqa: ANN001, ANN202
+        attempts.append(f"ssh {self.address}")
+        raise NodeUnreachable(self.node, "refused by the test")
+
+    def read_node(node, options):  # noqa: ANN001, ANN202, ARG001
+        attempts.append(f"discovery on {node.name}")
+        return discover.NodeFound(node, error="refused by the test")
+
+    monkeypatch.setattr(ssh.NodeConnection, "_connect", login)
+    monkeypatch.setattr(discover, "read_node", read_node)
+    bin_dir, ran = tmp_path / "bin", tmp_path / "pct-ran"
+    bin_dir.mkdir()
+    (bin_dir / "pct").write_text(f'#!/bin/sh\necho "$@" >> {ran}\nexit 1\n')
+    (bin_dir / "pct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    yield attempts
+    if ran.exists():
+        attempts.append(f"pct {ran.read_text().strip()}")
+
+
+def test_doctor_local_judges_this_machine_with_no_login_and_no_pct(no_nodes, tmp_path):
+    from pctfleet.cuda.doctor import run_doctor
+
+    inventory = local_inventory()
+    overrides = {"venv": str(tmp_path / "venv"), "run_probe": False}
+    (diagnosis,) = run_doctor(inventory, inventory.containers, ConnectOptions(), overrides, None)
+    assert diagnosis.container == "local/0" and diagnosis.host is None
+    assert diagnosis.remote_calls == 1  # the one read, on this machine
+    assert no_nodes == []
+
+
+def test_doctor_local_on_the_command_line_logs_in_nowhere(no_nodes, tmp_path):
+    code, out, err = invoke("doctor", "--local", "--no-probe", "--json", "--venv", str(tmp_path))
+    assert code in (exitcodes.OK, exitcodes.FAILED), err  # healthy, or a problem found here
+    (row,) = json.loads(out)["containers"]
+    assert row["container"] == "local/0" and row["status"] in ("ok", "problem")
+    assert "node" not in row  # no node was read
+    assert no_nodes == []
 
 
 @pytest.mark.parametrize(
@@ -116,7 +199,8 @@ def test_run_local_writes_here_then_converges_in_one_call(tmp_path):
     playbook.write_text(PLAYBOOK.format(dest=dest))
     journal = ["--journal-dir", str(tmp_path / "journal"), "--json"]
     first = _run_json("run", str(playbook), "--local", *journal)
-    assert (dest / "host.txt").read_text() == "local/0 localhost local\n"
+    # inventory_hostname is localhost, as with ansible-playbook -c local -i localhost,
+    assert (dest / "host.txt").read_text() == "localhost localhost local\n"
     assert (dest / "lines.txt").read_text() == "second\n"
     (row,) = first["containers"]
     assert (row["node"], row["ctid"], row["name"], row["status"]) == (
@@ -165,5 +249,6 @@ def test_verify_local_judges_this_machine_through_testinfra(tmp_path):
     assert proc.returncode == exitcodes.ERROR, proc.stderr  # no toolchain here: links fail
     (row,) = json.loads(proc.stdout)["containers"]
     assert row["container"] == "local/0" and row["status"] == "failed"
+    assert row["remote_calls"] == 1  # the facts, read once; counted by the child's backend
     (check,) = row["checks"]
     assert check["id"] == "test_links_resolve" and str(venv) in check["message"]

@@ -7,11 +7,13 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from pctfleet.cli.main import _invoke, app
 from pctfleet.run import history
 from pctfleet.run.journal import Journal, prune
+from tests.clirun import invoke
 
 RUN = "20261201T100000-aaaaaa"
 ROLLOUT = "20261201T110000-bbbbbb"
@@ -136,3 +138,64 @@ def test_a_bad_keep_is_one_line_and_exit_4(tmp_path, capsys):
     code = _invoke(app, ["runs", "--keep", "soon", "--journal-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 4 and err.strip() == "error: --keep 'soon': give a count (200) or days (30d)"
+
+
+DEAD = 2**22 + 12345  # above the kernel's pid_max: no process has it
+
+
+def test_a_resumed_rollout_is_running_while_the_resuming_process_lives(tmp_path):
+    start, c1, c2, end = rollout_records()
+    resume = {"t": 300.0, "run": ROLLOUT, "kind": "rollout-resume", "pid": os.getpid()}
+    records = [{**start, "pid": DEAD}, c1, c2, end, resume]
+    write(tmp_path, ROLLOUT, records)
+    assert history.recent(tmp_path, 5)[0][0].state == "running"
+    write(tmp_path, ROLLOUT, [*records[:-1], {**resume, "pid": DEAD}])
+    assert history.recent(tmp_path, 5)[0][0].state == "incomplete"
+
+
+def never_wait(seconds: float) -> None:
+    raise AssertionError("--follow waits for a journal that will never grow")
+
+
+def test_follow_gives_up_on_a_journal_that_names_no_process(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(time, "sleep", never_wait)
+    write(tmp_path, ROLLOUT, rollout_records()[:-1])  # an older rollout journal: no pid
+    assert history.recent(tmp_path, 5)[0][0].state == "no-end"
+    code = _invoke(app, ["runs", "show", ROLLOUT, "--follow", "--journal-dir", str(tmp_path)])
+    assert code == 1 and "names no process to wait for" in capsys.readouterr().err
+
+
+def test_options_given_before_show_hold_there(tmp_path):
+    """`runs --journal-dir X --json show ID`: the folder and the format reach `show`."""
+    write(tmp_path, RUN, records_of_a_run())
+    result = cli("runs", "--journal-dir", str(tmp_path), "--json", "show", RUN[:13])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["id"] == RUN and sorted(shown["containers"]) == ["n1/200", "n1/201"]
+
+
+def test_keep_given_before_show_prunes_then_shows(tmp_path):
+    old, new = "20250101T000000-cccccc", RUN
+    write(tmp_path, old, [{"t": 1.0, "run": old, "kind": "start", "containers": []}])
+    write(tmp_path, new, records_of_a_run())
+    os.utime(tmp_path / f"{old}.jsonl", (1.0, 1.0))
+    result = cli("runs", "--journal-dir", str(tmp_path), "--keep", "1", "show", new)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == [new]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "said"),
+    [
+        (["--last", "3"], [], "error: --last lists runs: `runs show` takes none"),
+        (["--journal-dir", "away"], ["--journal-dir", "."], "error: --journal-dir given twice"),
+    ],
+)
+def test_what_show_cannot_honour_before_it_is_refused_in_one_line(
+    tmp_path, monkeypatch, before, after, said
+):
+    write(tmp_path, RUN, records_of_a_run())
+    monkeypatch.chdir(tmp_path)
+    code, out, err = invoke("runs", *before, "show", *after, RUN)
+    assert code == 5 and out == ""
+    assert err.startswith(said) and len(err.strip().splitlines()) == 1, err

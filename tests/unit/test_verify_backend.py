@@ -177,6 +177,11 @@ def test_the_node_command_line_delivers_arguments_exactly(tmp_path: Path) -> Non
     assert out.stdout == MARKER + b"a b; c|'q'|"
 
 
+def test_counting_a_hosts_calls_logs_in_nowhere() -> None:
+    backend = backend_for("pct://n1/200")
+    assert backend.calls == 0 and backend._target is None  # verify's count: no login for it
+
+
 def test_run_script_sends_the_script_on_stdin() -> None:
     target = FakeTarget()
     with_target(target).run_script("echo $HOME")

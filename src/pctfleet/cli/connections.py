@@ -11,6 +11,8 @@ from pctfleet import exitcodes
 from pctfleet.cli.groups import grouped, use
 from pctfleet.cli.options import Output
 
+ENDED_WITHIN = 10.0  # seconds --close waits for a keeper to end
+
 CloseFlag = Annotated[
     bool, typer.Option("--close", help="Close every kept login now and end the keeper.")
 ]
@@ -21,7 +23,8 @@ def connections_command(*, close: CloseFlag = False, out: Output) -> int:
     """The node logins kept by `--persist SECONDS` (or PCTFLEET_PERSIST) for the next command.
 
     Every keeper of this user is asked (one per environment: venv, home, agent);
-    keeper_pid in --json is this environment's.
+    keeper_pid in --json is this environment's, and closed counts the logins
+    --close closed (those of keepers seen to end; 0 without --close).
 
     A kept login is this user's: a background keeper holds it and closes it
     SECONDS after its last use, or at --close. Exit 0 also when none is kept.
@@ -40,41 +43,48 @@ def connections_command(*, close: CloseFlag = False, out: Output) -> int:
     own = keep.keeper_socket()
     kept: list[dict] = []
     own_pid = None
+    closed = 0  # logins whose keeper took --close and has ended since: closed for sure
     for path in keep.keeper_sockets():  # every keeper of this user: other venvs, agents
         answer = keep.ask(path, b"S" if close else b"L", {}, timeout=5)
         if answer is None:
             continue
-        kept += [{**item, "keeper_pid": answer.get("pid")} for item in answer.get("kept") or []]
+        held = [{**item, "keeper_pid": answer.get("pid")} for item in answer.get("kept") or []]
+        kept += held
         own_pid = answer.get("pid") if path == own else own_pid
-        if close:
-            _wait_ended(answer.get("pid"))
+        if close and _wait_ended(answer.get("pid")):
+            closed += len(held)
+        elif close:
+            said = f"keeper {answer.get('pid')} took --close but has not ended"
+            typer.secho(f"warning: {said}; its {len(held)} login(s) may still be open",
+                        err=True, fg="yellow")  # fmt: skip
     if out.as_json:
-        document = {"keeper_pid": own_pid, "kept": kept, "closed": close}
+        document = {"keeper_pid": own_pid, "kept": kept, "closed": closed}
         typer.echo(json.dumps(document, indent=2))
     else:
-        _show(kept, close)
+        _show(kept, closed if close else None)
     return exitcodes.OK
 
 
-def _wait_ended(pid: object, seconds: float = 10.0) -> None:
-    """Return once the keeper has ended: the next command then starts a new one."""
+def _wait_ended(pid: object) -> bool:
+    """Whether the keeper has ended (waited for): the next command then starts a new one."""
     import os
     import time
 
     if not isinstance(pid, int):
-        return
-    deadline = time.monotonic() + seconds
+        return False  # no process named: its end cannot be seen
+    deadline = time.monotonic() + ENDED_WITHIN
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return
+            return True
         except PermissionError:
-            return  # not ours: a PID reused by another user's process
+            return True  # not ours: a PID reused by another user's process
         time.sleep(0.02)
+    return False
 
 
-def _show(kept: list[dict], closed: bool) -> None:
+def _show(kept: list[dict], closed: int | None) -> None:
     from rich.table import Table
 
     from pctfleet.cli.report import make_console
@@ -98,5 +108,5 @@ def _show(kept: list[dict], closed: bool) -> None:
             str(item.get("in_flight")),
         )
     console.print(table)
-    if closed:
-        console.print(f"closed {len(kept)} kept login(s)")
+    if closed is not None:
+        console.print(f"closed {closed} of {len(kept)} kept login(s)")

@@ -76,8 +76,13 @@ def report_command(
     """
     if not (page.html or page.markdown):
         raise fail("give --html PATH or --markdown PATH ('-': stdout)", exitcodes.BAD_OPTIONS)
+    if page.html and page.markdown and _same_place(page.html, page.markdown):
+        where = "stdout" if page.html == "-" else page.html
+        raise fail(f"--html and --markdown both write to {where}: give each its own place",
+                   exitcodes.BAD_OPTIONS)  # fmt: skip
     from pctfleet.cuda.audit import MATRIX, ct_configs, judge_fleet
     from pctfleet.cuda.gpu_rules import audit_gpu
+    from pctfleet.inventory import parse_extra_vars
     from pctfleet.report import gather
 
     inv, containers = where.select(sel, conn, default_playbook(playbook).parent)
@@ -87,29 +92,35 @@ def report_command(
     audit_gpu(audits, runs, nodes, inv, containers)
     inputs = gather.Inputs([a.as_json() for a in audits], [i.as_json() for i in fleet])
     read = [c for c in containers if c.key in {r.key for r in runs}]
-    variables = {c.key: inv.vars_for(c, {}) for c in read} if inv is not None else {}
-    inputs.diagnoses = gather.diagnoses(runs, variables)
+    extra = parse_extra_vars(run.extra_vars or [])  # doctor and verify judge what -e says
+    inputs.diagnoses = gather.diagnoses(runs, {c.key: inv.vars_for(c, extra) for c in read})
     inputs.nodes = 0 if where.is_local else len({c.node.name for c in containers})
     if not page.no_verify and read:
-        inputs.verified = _verify(inv, read, conn, forks, run)
+        inputs.verified = _verify(inv, read, conn, forks, extra)
     _journals(inputs, out.journal_dir, page.last)
     report = gather.build(inputs, MATRIX)
     _write(report, page)
     return exit_code("audit", report.statuses())
 
 
-def _verify(inv, containers: list, conn: Connection, forks: int | None, run: Run) -> list[dict]:  # noqa: ANN001
+def _verify(inv, containers: list, conn: Connection, forks: int | None, extra: dict) -> list[dict]:  # noqa: ANN001, E501
     """Verify's result per container; checks that cannot run say so on stderr (no rows)."""
-    from pctfleet.inventory import parse_extra_vars
     from pctfleet.verify.runner import VerifyRequest, VerifyUsageError, run_verify
 
-    extra = parse_extra_vars(run.extra_vars or [])
     request = VerifyRequest(inv, containers, conn.options(), forks=forks, extra_vars=extra)
     try:
         return [c.as_json() for c in run_verify(request).containers]
     except VerifyUsageError as exc:
         typer.secho(f"verify: {exc}", err=True, fg="red")
         return []
+
+
+def _same_place(one: str, other: str) -> bool:
+    """Whether two page destinations are one: both stdout, or one file (the second
+    page would replace the first)."""
+    if "-" in (one, other):
+        return one == other
+    return Path(one).resolve() == Path(other).resolve()
 
 
 def _journals(inputs, journal_dir: Path | None, last: int) -> None:  # noqa: ANN001

@@ -122,6 +122,8 @@ def discover_command(*, opts: DiscoverOptions, conn: Connection, sel: Selection)
 
     from pctfleet.inventory.discover import as_rows, failures, read_nodes, rule_from
 
+    if opts.as_json and opts.as_yaml:
+        raise fail("--json and --yaml both print on stdout: give one", exitcodes.BAD_OPTIONS)
     try:
         rule = rule_from([t for v in opts.tag or [] for t in v.split(",") if t], opts.status)
     except ValueError as exc:

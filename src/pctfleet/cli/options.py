@@ -213,22 +213,25 @@ class Where:
 
     panel: ClassVar[str] = CONN
 
-    connection: str = opt(
+    connection: str | None = opt(
         "--connection -c",
         "'ssh': containers on Proxmox nodes (SSH, pct exec). 'local': this machine, no "
         "inventory (host 'localhost' on node 'local', ctid 0; vars from the playbook and -e; "
         "a playbook's commands run in its folder, as with ansible-playbook -c local).",
-        "ssh",
+        shown="ssh",
     )
     local: bool = flag("--local", "Short for --connection local.")
 
     @property
     def is_local(self) -> bool:
-        if self.connection not in CONNECTIONS:
+        if self.connection is not None and self.connection not in CONNECTIONS:
             raise fail(
                 f"--connection: {self.connection!r} is not one of {', '.join(CONNECTIONS)}",
                 exitcodes.BAD_OPTIONS,
             )
+        if self.local and self.connection == "ssh":
+            raise fail("--local means --connection local: give it or --connection ssh, not both",
+                       exitcodes.BAD_OPTIONS)  # fmt: skip
         return self.local or self.connection == "local"
 
     def select(

@@ -121,7 +121,8 @@ def playbook_run(
     report.warn(console, prepared.warnings)
     live = report.LiveReport(console, out.verbose, show_diff=run.diff and not out.as_json)
     mode = " (check mode)" if run.check else ""
-    console.print(line(f"run {journal.run_id}: {playbook} on {len(containers)} container(s){mode}"))
+    count = len(prepared.containers)  # those a play matches: the recap's rows
+    console.print(line(f"run {journal.run_id}: {playbook} on {count} container(s){mode}"))
 
     def interrupted() -> None:
         console.print(

@@ -78,11 +78,16 @@ def runs_command(ctx: typer.Context, *, last: Last = 20, keep: Keep = None, out:
       pctfleet runs --keep 30d
     """
     if ctx.invoked_subcommand:
-        return exitcodes.OK
+        if ctx.get_parameter_source("last").name != "DEFAULT":  # given, even as 20
+            raise fail(f"--last lists runs: `runs {ctx.invoked_subcommand}` takes none",
+                       exitcodes.BAD_OPTIONS)  # fmt: skip
+        ctx.obj = out  # given before the subcommand: its --journal-dir and --json hold there
     if keep:
         for folder in history.folders(out.journal_dir):
             if folder.is_dir():
                 prune(folder, keep_spec(keep))
+    if ctx.invoked_subcommand:
+        return exitcodes.OK
     infos, problems = history.recent(out.journal_dir, last)
     _problems(problems)
     if out.as_json:
@@ -140,9 +145,20 @@ Follow = Annotated[
 ]
 
 
+def _with_outer(ctx: typer.Context, out: Output) -> Output:
+    """`out` with what `runs` itself was given (`runs --journal-dir X --json show ID`);
+    a folder given on both sides must be the same one."""
+    outer = ctx.obj if isinstance(ctx.obj, Output) else Output()
+    mine, theirs = out.journal_dir, outer.journal_dir
+    if mine and theirs and Path(mine).resolve() != Path(theirs).resolve():
+        raise fail(f"--journal-dir given twice: {theirs} and {mine}", exitcodes.BAD_OPTIONS)
+    return Output(as_json=out.as_json or outer.as_json, journal_dir=mine or theirs)
+
+
 @runs_app.command("show")
 @grouped(out=use(Output, "as_json", "journal_dir"))
 def show_command(
+    ctx: typer.Context,
     run_id: Annotated[str, typer.Argument(help="A run or rollout id (or its unique start).")],
     *,
     container: Container = None,
@@ -161,6 +177,7 @@ def show_command(
       pctfleet runs show 20261202T0019 --container node1/200 --json
       pctfleet runs show 20261202T001905-9528eb --follow
     """
+    out = _with_outer(ctx, out)
     path = history.find(out.journal_dir, run_id)
     if path is None:
         raise fail(f"no journal for run {run_id!r} (or more than one match)", exitcodes.BAD_OPTIONS)
@@ -215,8 +232,16 @@ def _follow(path: Path, container: str | None, failed: bool, as_json: bool) -> i
         seen = len(records)
         if records and records[-1].get("kind") in history.ENDS:
             return exitcodes.OK
-        if records and history.summarise(path, records).state == "incomplete":
+        state = history.summarise(path, records).state if records else ""
+        if state == "incomplete":
             typer.secho(f"{path}: the run stopped without an end record", err=True, fg="yellow")
+            return exitcodes.ERROR
+        if state == "no-end":  # nothing to wait for: it may never end
+            typer.secho(
+                f"{path}: no end record, and the journal names no process to wait for",
+                err=True,
+                fg="yellow",
+            )
             return exitcodes.ERROR
         time.sleep(FOLLOW_POLL if time.monotonic() - start < 3600 else 1.0)
 

@@ -214,11 +214,16 @@ def _judge(result: Diagnosis) -> None:
 
 
 def _host_sides(containers: list, connect, forks: int | None) -> dict[str, HostSide]:  # noqa: ANN001
-    """Each node's driver facts and CT configs: one discovery command per node."""
-    from pctfleet.inventory.discover import read_nodes
+    """Each node's driver facts and CT configs: one discovery command per node.
 
-    nodes = list({c.node.name: c.node for c in containers}.values())
-    return host_sides(read_nodes(nodes, connect, forks), containers)
+    This machine (`--local`) has no node to ask: discovery would log in over SSH
+    and run pct, which --local promises never to do."""
+    from pctfleet.inventory.discover import read_nodes
+    from pctfleet.inventory.local import LocalNode
+
+    on_nodes = [c for c in containers if not isinstance(c.node, LocalNode)]
+    nodes = list({c.node.name: c.node for c in on_nodes}.values())
+    return host_sides(read_nodes(nodes, connect, forks), on_nodes)
 
 
 def request_for(variables: dict, overrides: dict, host: HostSide | None = None) -> DoctorRequest:
@@ -238,13 +243,10 @@ def request_for(variables: dict, overrides: dict, host: HostSide | None = None) 
 
 
 def run_doctor(inventory, containers: list, connect, overrides: dict, forks: int | None) -> list:  # noqa: ANN001, E501
-    """Diagnose each container in parallel (or this machine when `inventory` is None)."""
+    """Diagnose each container in parallel (`--local`'s host through a LocalTarget)."""
     from pctfleet.run.scheduler import map_targets
     from pctfleet.transport.connections import build_fleet
-    from pctfleet.transport.local import LocalTarget
 
-    if inventory is None:
-        return [diagnose(LocalTarget(), request_for({}, overrides))]
     sides = _host_sides(containers, connect, forks)
     fleet = build_fleet(containers, connect)
     requests = {

@@ -31,5 +31,5 @@ class LocalInventory(Inventory):
 
 def local_inventory() -> LocalInventory:
     node = LocalNode(LOCAL_NODE, LOCAL_HOST)
-    host = Container(node, 0, LOCAL_HOST)
+    host = Container(node, 0, LOCAL_HOST, host=LOCAL_HOST)
     return LocalInventory({LOCAL_NODE: node}, [host], source="--connection local")

@@ -102,15 +102,22 @@ def build(inputs: Inputs, known: tuple[str, ...]) -> FleetReport:
 
 
 def cost(inputs: Inputs) -> dict[str, Any]:
-    """pct execs per container, as measured by the audit's transport, plus verify's one."""
-    calls = [a.get("remote_calls") for a in inputs.audits if isinstance(a.get("remote_calls"), int)]
-    audit = max(calls, default=0)
-    verify = 1 if inputs.verified is not None else 0
+    """pct execs per container at most, as the audit's and verify's transports counted them.
+    Verify not run costs none; run but not counted (no count in its rows), it is left out."""
+    audit = most_calls(inputs.audits) or 0
+    verify = 0 if inputs.verified is None else most_calls(inputs.verified)
+    spent = f"verify {verify}" if verify is not None else "verify's not counted"
     text = (
-        f"{audit + verify} pct exec(s) per container at most (audit {audit}, verify {verify}, "
+        f"{audit + (verify or 0)} pct exec(s) per container at most (audit {audit}, {spent}, "
         f"doctor 0: judged from the audit's probe), 1 pct list per node ({inputs.nodes})"
     )
     return {"audit": audit, "verify": verify, "doctor": 0, "nodes": inputs.nodes, "text": text}
+
+
+def most_calls(rows: list[dict]) -> int | None:
+    """The largest `remote_calls` among the rows; None where none has a count."""
+    calls = [r.get("remote_calls") for r in rows if isinstance(r.get("remote_calls"), int)]
+    return max(calls, default=None)
 
 
 def write_page(where: str, text: str) -> None:

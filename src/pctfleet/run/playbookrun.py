@@ -212,6 +212,13 @@ class PreparedRun:
     plays: list  # (play, containers)
     warnings: list[str] = field(default_factory=list)  # the playbook's, for the operator
 
+    @property
+    def containers(self) -> list:
+        """The selected containers some play matches, in selection order. One that no
+        play matches is no part of the run, as a host in ansible-playbook's recap."""
+        matched = {c.key for _, members in self.plays for c in members}
+        return [c for c in self.request.containers if c.key in matched]
+
 
 def prepare(request: RunRequest) -> PreparedRun:
     """Load and preflight: every InputError surfaces here, before any connection."""
@@ -302,15 +309,18 @@ def execute_journaled(
     """`execute`, journaled from start to close; SIGTERM stops it like Ctrl-C.
     `meta` (the command, its pid) goes into the start record.
 
+    The run's containers are those a play matches (`PreparedRun.containers`): one
+    selected that no play matches has no result, so it is never counted `ok`.
     Interrupted, no new task starts; the journal says so and the interrupt goes on.
     """
     request = prepared.request
-    keys = [c.key for c in request.containers]
+    keys = [c.key for c in prepared.containers]
     check = request.options.check
     journal.write("start", playbook=str(request.playbook), containers=keys, check=check, **meta)
     try:
         with sigterm_as_interrupt():
-            return execute(prepared, journal, on_result)
+            played = set(keys)
+            return [run for run in execute(prepared, journal, on_result) if run.key in played]
     except KeyboardInterrupt:
         request.stop.set()
         journal.write("interrupted")

@@ -76,8 +76,10 @@ class ContainerRun:
     duration: float = 0.0
     tasks: list[TaskResult] = field(default_factory=list)
     extra_facts: dict[str, str] = field(default_factory=dict)
-    started_at: float = 0.0  # wall clock, for journals: when its first task began
-    finished_at: float = 0.0
+    # Wall clock, for journals: when its first play began and its last ended; None
+    # where none did (a later batch never started), never a made-up 0.
+    started_at: float | None = None
+    finished_at: float | None = None
 
     @property
     def key(self) -> str:

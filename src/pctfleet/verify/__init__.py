@@ -24,6 +24,10 @@ SETTINGS: dict[str, str] = {
     "flashinfer_workspace_base": "/var/cache/flashinfer-workspace",
 }
 
+# This machine as a testinfra host (`verify --local`): testinfra's local backend with
+# a limit on each command (verify/backend.py's LocalTimedBackend).
+LOCAL_SCHEME = "pctfleet-local"
+
 # A container is in one of these when its checks could not run at all: it is
 # never "passed" and never "failed" (the checks said nothing about it).
 UNAVAILABLE = (*UNREACHED, "error")

@@ -18,6 +18,10 @@ reports), identity, known_hosts, accept_new, port, timeout (seconds one
 command may take), connect_timeout, ssh_config, persist (seconds a login is
 kept for the next session: transport/keep.py), and the check settings of
 `pctfleet.verify.SETTINGS` (venv, server_port, ...).
+
+`pctfleet-local://?timeout=SECONDS` is this machine (`pctfleet verify --local`):
+testinfra's local backend, but a command past the timeout is stopped and the
+host reads `timeout`, as a container's would.
 """
 
 from __future__ import annotations
@@ -31,15 +35,18 @@ from typing import Any
 import pytest
 import testinfra.backend
 from testinfra.backend import base
+from testinfra.backend.local import LocalBackend
 
 from pctfleet.transport import keep
 from pctfleet.transport.base import UNREACHED, RunResult, TransportError
+from pctfleet.transport.local import LocalTarget
 from pctfleet.transport.options import ConnectOptions
 from pctfleet.transport.pct import PctTarget
 from pctfleet.transport.ssh import NodeConnection
-from pctfleet.verify import SETTINGS
+from pctfleet.verify import LOCAL_SCHEME, SETTINGS
 
 SCHEME = "pct"
+LOCAL_HOST = "local"  # what testinfra's local backend calls its host
 PERSIST_MAX = 7 * 24 * 3600.0  # --persist's own limit
 DEFAULT_TIMEOUT = 120.0
 # testinfra's own query keys that mean something here; it parses these itself.
@@ -227,27 +234,17 @@ def close_all() -> None:
 # -- the backend ------------------------------------------------------------------
 
 
-class PctBackend(base.BaseBackend):
-    """Commands in one container: `pct exec CTID -- /bin/sh -c CMD` on its node."""
+class TargetCommands:
+    """testinfra's `run` (and a whole script's `run_script`) through one of our Targets,
+    so its transport's limits and outcomes hold: a transport failure is never a check's."""
 
-    NAME = SCHEME
-
-    def __init__(self, hostname: str, *args: Any, **kwargs: Any) -> None:
-        self.spec = spec_from(hostname, kwargs)
-        self.settings = dict(self.spec.settings)
-        self._target: PctTarget | None = None
-        self._fatal: ContainerUnavailable | None = None
-        sudo = {k: kwargs[k] for k in ("sudo", "sudo_user") if k in kwargs}
-        super().__init__(self.spec.key, *args, **sudo)
+    _fatal: ContainerUnavailable | None = None
+    target: Any  # a Target: commands go through it
 
     @property
-    def target(self) -> PctTarget:
-        if self._target is None:
-            self._target = PctTarget(node_connection(self.spec), self.spec.ctid)
-        return self._target
-
-    def get_pytest_id(self) -> str:
-        return f"{SCHEME}://{self.spec.key}"
+    def calls(self) -> int:
+        """Commands sent so far (on pct://, each one `pct exec`): verify's measured cost."""
+        return self.target.calls
 
     def run(self, command: str, *args: str, **kwargs: Any) -> base.CommandResult:
         """testinfra's entry point: `command % quoted(args)`, run by /bin/sh in the container."""
@@ -272,12 +269,56 @@ class PctBackend(base.BaseBackend):
             raise error from None
 
 
+class PctBackend(TargetCommands, base.BaseBackend):
+    """Commands in one container: `pct exec CTID -- /bin/sh -c CMD` on its node."""
+
+    NAME = SCHEME
+
+    def __init__(self, hostname: str, *args: Any, **kwargs: Any) -> None:
+        self.spec = spec_from(hostname, kwargs)
+        self.settings = dict(self.spec.settings)
+        self._target: PctTarget | None = None
+        sudo = {k: kwargs[k] for k in ("sudo", "sudo_user") if k in kwargs}
+        super().__init__(self.spec.key, *args, **sudo)
+
+    @property
+    def target(self) -> PctTarget:
+        if self._target is None:
+            self._target = PctTarget(node_connection(self.spec), self.spec.ctid)
+        return self._target
+
+    @property
+    def calls(self) -> int:
+        return self._target.calls if self._target is not None else 0  # no login just to count
+
+    def get_pytest_id(self) -> str:
+        return f"{SCHEME}://{self.spec.key}"
+
+
+class LocalTimedBackend(TargetCommands, LocalBackend):
+    """This machine, as testinfra's `local://`, each command limited to the URL's
+    `timeout` seconds (`pctfleet verify --local --timeout`). testinfra's own local
+    backend waits on a command forever; a command past the limit is killed and the
+    host reads `timeout`, as on pct://."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.target = LocalTarget(LOCAL_HOST, local_timeout(kwargs.pop("timeout", None)))
+        super().__init__(*args, **kwargs)
+
+
+def local_timeout(value: Any) -> float | None:
+    """A pctfleet-local:// URL's `timeout` in seconds (None: no limit), or what is wrong."""
+    return _number(f"{LOCAL_SCHEME}://", "timeout", value, float)
+
+
 # -- registration and pytest hooks ---------------------------------------------------
 
 
 def register() -> None:
-    """Make testinfra know pct:// (idempotent: the entry point and conftests both call it)."""
+    """Make testinfra know pct:// and pctfleet-local:// (idempotent: the entry point and
+    conftests both call it)."""
     testinfra.backend.BACKENDS[SCHEME] = f"{__name__}.PctBackend"
+    testinfra.backend.BACKENDS[LOCAL_SCHEME] = f"{__name__}.LocalTimedBackend"
     parse = testinfra.backend.parse_hostspec
     if getattr(parse, "pctfleet", False):
         return
@@ -298,9 +339,13 @@ register()
 def pytest_configure(config: pytest.Config) -> None:
     """A bad pct:// URL in --hosts is a one-line usage error, not a collection traceback."""
     for hostspec in (getattr(config.option, "hosts", None) or "").split(","):
-        if hostspec.strip().startswith(f"{SCHEME}://"):
+        if hostspec.strip().startswith((f"{SCHEME}://", f"{LOCAL_SCHEME}://")):
             try:
-                spec_from(*testinfra.backend.parse_hostspec(hostspec.strip()))
+                host, kw = testinfra.backend.parse_hostspec(hostspec.strip())
+                if kw.get("connection") == SCHEME:
+                    spec_from(host, kw)
+                else:
+                    local_timeout(kw.get("timeout"))
             except PctUrlError as exc:
                 raise pytest.UsageError(str(exc)) from None
 

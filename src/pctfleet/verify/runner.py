@@ -32,12 +32,11 @@ from pctfleet.jsonfields import json_fields
 from pctfleet.status import ContainerOutcome
 from pctfleet.transport.connections import container_limit, node_options
 from pctfleet.transport.options import ConnectOptions
-from pctfleet.verify import SETTINGS, UNAVAILABLE, events
+from pctfleet.verify import LOCAL_SCHEME, SETTINGS, UNAVAILABLE, events
 
 INFRA = Path(__file__).resolve().parent.parent / "infra"
 STATUSES = ("passed", "failed", *UNAVAILABLE)
-LOCAL_SPEC = "local://"  # testinfra's local backend: commands run on this machine
-LOCAL_HOST_ID = "local"  # what that backend calls its host
+LOCAL_HOST_ID = "local"  # what testinfra's local backend calls its host
 
 
 class VerifyUsageError(Exception):
@@ -76,9 +75,10 @@ class ContainerResult(ContainerOutcome):
     # status: passed | failed | unreachable | ct-missing | ct-stopped | timeout | error
     checks: list[CheckResult] = field(default_factory=list)
     seconds: float | None = None  # reading its facts (the one remote call)
+    remote_calls: int | None = None  # commands its checks sent, as its transport counted
 
     def as_json(self) -> dict:
-        return json_fields(self, "container status message seconds checks")
+        return json_fields(self, "container status message seconds remote_calls checks")
 
 
 @dataclass
@@ -138,8 +138,17 @@ def host_spec(node: Any, ctid: int, options: ConnectOptions, settings: Mapping[s
     return f"pct://{user}{address}{port}?{urllib.parse.urlencode(query)}"
 
 
+def local_spec(options: ConnectOptions) -> str:
+    """This machine's host URL: testinfra's local backend, each command under --timeout.
+
+    >>> local_spec(ConnectOptions(command_timeout=5.0))
+    'pctfleet-local://?timeout=5.0'
+    """
+    return f"{LOCAL_SCHEME}://?{urllib.parse.urlencode({'timeout': options.command_timeout})}"
+
+
 def local_options(settings: Mapping[str, str]) -> list[str]:
-    """testinfra's local:// carries no settings in its URL: they go as --pct-NAME options.
+    """A local host carries no settings in its URL: they go as --pct-NAME options.
 
     >>> local_options({"venv": "/opt/v"})
     ['--pct-venv=/opt/v']
@@ -148,14 +157,14 @@ def local_options(settings: Mapping[str, str]) -> list[str]:
 
 
 def _specs(request: VerifyRequest) -> tuple[list[str], list[str]]:
-    """Each container's host URL, and the options a local:// host's settings need."""
+    """Each container's host URL, and the options this machine's host needs for its settings."""
     specs: list[str] = []
     settings_options: list[str] = []
     for container in request.containers:
         variables = request.inventory.vars_for(container, request.extra_vars)
         settings = container_settings(variables, where=container.key)
         if isinstance(container.node, LocalNode):
-            specs.append(LOCAL_SPEC)
+            specs.append(local_spec(request.connect))
             settings_options = local_options(settings)
             continue
         options = node_options(container.node, request.connect)
@@ -218,7 +227,10 @@ def run_verify(request: VerifyRequest, observer: Any = None) -> VerifyResult:
     for record in data["checks"] if local else ():
         if record.get("container") == LOCAL_HOST_ID:
             record["container"] = local[0]
-    results = [container_result(key, data["checks"]) for key in keys]
+    calls = data.get("calls") or {}
+    if local and LOCAL_HOST_ID in calls:
+        calls[local[0]] = calls.pop(LOCAL_HOST_ID)
+    results = [container_result(key, data["checks"], calls.get(key)) for key in keys]
     return VerifyResult(results, time.monotonic() - started)
 
 
@@ -285,7 +297,9 @@ def _usage_line(output: str) -> str:
     return (errors or output.splitlines()[-1:] or ["pytest refused the options"])[0]
 
 
-def container_result(key: str, records: Sequence[Mapping[str, Any]]) -> ContainerResult:
+def container_result(
+    key: str, records: Sequence[Mapping[str, Any]], calls: int | None = None
+) -> ContainerResult:
     """One container's row: its checks (and fleet-wide ones), judged into one status."""
     mine = [r for r in records if r.get("container") in (key, None)]
     checks = [
@@ -293,7 +307,7 @@ def container_result(key: str, records: Sequence[Mapping[str, Any]]) -> Containe
     ]
     seconds = max((r["seconds"] for r in mine if r.get("seconds") is not None), default=None)
     status, message = judge(checks)
-    return ContainerResult(key, status, message, checks, seconds)
+    return ContainerResult(key, status, message, checks, seconds, calls)
 
 
 def judge(checks: Sequence[CheckResult]) -> tuple[str, str]:
@@ -396,9 +410,14 @@ class Collector:
         self.records: dict[str, dict] = {}
         self.collect_errors: list[str] = []
         self.left: Counter[str | None] = Counter()
+        self.backends: dict[str, Any] = {}  # container -> its testinfra backend
 
     def pytest_collection_modifyitems(self, items: list) -> None:
         self.items = {item.nodeid: _new_record(item) for item in items}
+        for item in items:
+            host = _host_of(item)
+            if host is not None:
+                self.backends[events.container_of(host)] = host.backend
 
     def pytest_collection_finish(self, session: Any) -> None:
         # After -k deselected: each container's checks that will run, to tell its end.
@@ -445,10 +464,12 @@ class Collector:
 
     def write(self, exitstatus: int) -> None:
         checks = [r for r in self.records.values() if r["outcome"] != "pending"]
+        calls = {key: getattr(backend, "calls", None) for key, backend in self.backends.items()}
         document = {
             "exitstatus": exitstatus,
             "checks": checks,
             "collect_errors": self.collect_errors,
+            "calls": {key: n for key, n in calls.items() if isinstance(n, int)},
         }
         Path(self.path).write_text(json.dumps(document))
 
