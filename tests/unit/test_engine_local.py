@@ -227,3 +227,15 @@ def test_a_rescue_reads_the_failed_task_s_name_as_shown_never_rendered_again(tmp
     )
     assert [t.status for t in run.tasks] == ["failed", "ok"]
     assert run.tasks[-1].msg == "[check {{ item }}]"
+
+
+def test_an_ignored_failure_with_no_log_still_counts_as_changed_in_the_recap(tmp_path):
+    # ansible-core's censored result keeps `changed`: its recap says changed=2 here.
+    tasks = (
+        "    - {command: 'false', no_log: true, ignore_errors: true}\n"
+        "    - {command: 'false', ignore_errors: true}\n"
+    )
+    run = _ran(tmp_path, tasks)
+    counted = [word for task in run.tasks for word in task.recap()]
+    assert counted.count("changed") == 2
+    assert run.tasks[0].msg == "output hidden (no_log: true)"

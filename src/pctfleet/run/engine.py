@@ -1003,7 +1003,9 @@ class ContainerEngine:
 
     def _redacted(self, task: Any, result: TaskResult, scope: dict | None = None) -> TaskResult:
         if self._keyword(task, "no_log"):
-            result.msg, result.diff, result.result, result.details = HIDDEN, None, {}, {}
+            # As ansible-core's censored result: the flags stay (the recap counts them).
+            kept = {k: v for k, v in result.result.items() if k in ("changed", "failed")}
+            result.msg, result.diff, result.result, result.details = HIDDEN, None, kept, {}
             return result
         hide = hider(self.vars if scope is None else scope)  # secrets found once per result
         result.msg = hide(result.msg)
