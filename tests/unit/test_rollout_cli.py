@@ -321,3 +321,13 @@ def test_the_text_summary_says_what_the_exit_code_says(fleet, capsys):
     assert _invoke(app, args) == exitcodes.FAILED
     out = capsys.readouterr().out
     assert ": stopped: batch 1: pve2/200 failed" in out, out
+
+
+def test_a_container_no_play_matches_is_no_part_of_the_rollout(fleet, capsys):
+    (fleet.dir / "node1.yml").write_text(BOOK.replace("hosts: all", "hosts: pve1"))
+    code, events, _ = rollout(fleet, "node1.yml", "--no-gate", "--serial", "4", capsys=capsys)
+    assert code == exitcodes.OK
+    result = summary(events)
+    assert result["done"] == ["pve1/200", "pve1/201"]  # pve2's: never counted done
+    assert result["batches"] == [["pve1/200", "pve1/201"]] and result["untouched"] == []
+    assert ran(events) == ["pve1/200", "pve1/201"]

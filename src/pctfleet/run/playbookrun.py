@@ -275,13 +275,16 @@ def _execute(
     fleet_factory: Callable[[list, ConnectOptions], Any] | None,
 ) -> list[ContainerRun]:
     request = prepared.request
-    runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in request.containers}
-    fleet = (fleet_factory or build_fleet)(request.containers, request.connect)
-    targets = {c.key: t for c, t in zip(request.containers, fleet.targets, strict=True)}
+    # Only the containers some play matches: one no play matches is no part of the run
+    # (no result, no connection), as a host outside every play in ansible-playbook.
+    played = prepared.containers
+    runs = {c.key: ContainerRun(c.node.name, c.ctid, c.name) for c in played}
+    fleet = (fleet_factory or build_fleet)(played, request.connect)
+    targets = {c.key: t for c, t in zip(played, fleet.targets, strict=True)}
     for target in targets.values():
         if isinstance(target, LocalTarget):  # --local: where ansible-playbook -c local runs
             target.cwd = request.options.base_dir
-    kept = {c.key: HostState() for c in request.containers}  # from play to play
+    kept = {c.key: HostState() for c in played}  # from play to play
     try:
         for play, containers in prepared.plays:
             alive = [c for c in containers if runs[c.key].status in SUCCESS]
@@ -309,8 +312,7 @@ def execute_journaled(
     """`execute`, journaled from start to close; SIGTERM stops it like Ctrl-C.
     `meta` (the command, its pid) goes into the start record.
 
-    The run's containers are those a play matches (`PreparedRun.containers`): one
-    selected that no play matches has no result, so it is never counted `ok`.
+    The run's containers are those a play matches (`PreparedRun.containers`).
     Interrupted, no new task starts; the journal says so and the interrupt goes on.
     """
     request = prepared.request
@@ -319,8 +321,7 @@ def execute_journaled(
     journal.write("start", playbook=str(request.playbook), containers=keys, check=check, **meta)
     try:
         with sigterm_as_interrupt():
-            played = set(keys)
-            return [run for run in execute(prepared, journal, on_result) if run.key in played]
+            return execute(prepared, journal, on_result)
     except KeyboardInterrupt:
         request.stop.set()
         journal.write("interrupted")

@@ -128,10 +128,13 @@ class Rollout:
         todo = [
             c for c in order_containers(plan.containers, plan.order) if c.key not in result.done
         ]
+        prepared = prepare(self._request(todo))
+        # A container no play matches is no part of the rollout: never counted done.
+        matched = {c.key for c in prepared.containers}
+        todo = [c for c in todo if c.key in matched]
         batches = plan_batches(todo, plan.serial)
         result.batches = [[c.key for c in batch] for batch in batches]
         self.event("rollout-plan", batches=result.batches, done=result.done)
-        prepared = prepare(self._request(todo))
         self.on_prepared(prepared)
         try:
             for index, batch in enumerate(batches, start=1):
