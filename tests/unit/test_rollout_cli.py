@@ -331,3 +331,15 @@ def test_a_container_no_play_matches_is_no_part_of_the_rollout(fleet, capsys):
     assert result["done"] == ["pve1/200", "pve1/201"]  # pve2's: never counted done
     assert result["batches"] == [["pve1/200", "pve1/201"]] and result["untouched"] == []
     assert ran(events) == ["pve1/200", "pve1/201"]
+
+
+def test_a_resume_from_another_folder_finds_the_playbook(fleet, capsys, monkeypatch, tmp_path):
+    rollout_id, _ = stopped_rollout(fleet, capsys)  # book.yml named relative to tmp_path
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, events, err = rollout(
+        fleet, "--resume", rollout_id, "-e", "fail_on=", capsys=capsys, inventory=False
+    )
+    assert code == exitcodes.OK, err
+    assert summary(events)["done"] == ORDER

@@ -210,6 +210,10 @@ class RolloutArgs:
         data = asdict(self)
         data.pop("resume")
         data["extra_vars"] = [_without_secrets(item) for item in self.extra_vars]
+        # Absolute: a resume may run from another folder.
+        for key in ("playbook", "inventory", "journal_dir"):
+            data[key] = data[key] and Path(data[key]).absolute()
+        data["gate_tests"] = [Path(path).absolute() for path in self.gate_tests]
         return json.loads(json.dumps(data, default=str))
 
 
@@ -223,7 +227,7 @@ def _without_secrets(item: str) -> str:
     from pctfleet.playbook.templating import REDACTED, secret_values
 
     if item.strip().startswith("@"):
-        return item
+        return "@" + str(Path(item.strip()[1:]).absolute())
     values = parse_extra_vars([item])
     hidden = secret_values(values)
     if not hidden:
