@@ -172,3 +172,10 @@ def test_a_templated_keyword_is_rendered_before_the_run(tmp_path, keyword):
     with pytest.raises(InputError, match=r"book.yml:\d+.*'nope' is undefined|undefined.*'nope'"):
         check(tmp_path, f"- command: 'true'\n  {keyword}\n")
     check(tmp_path, f"- command: 'true'\n  {keyword}\n  when: nope is defined\n")
+
+
+def test_a_typo_is_still_refused_beside_a_set_fact_whose_name_is_known(tmp_path):
+    book = "- set_fact: {'port_{{ 1 + 1 }}': 1}\n- debug: {msg: '{{ port_2 }}'}\n"
+    check(tmp_path, book)
+    with pytest.raises(InputError, match="typo"):
+        check(tmp_path, book + "- debug: {msg: '{{ typo }}'}\n")

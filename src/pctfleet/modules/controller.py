@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from pctfleet.errors import PlaybookError, UndefinedVariable, brief
+from pctfleet.inventory import VAR_NAME_RE
 from pctfleet.modules import varsdir
 from pctfleet.modules.args import Args, Context, arg, flag, text_list
 from pctfleet.modules.assertion import waits_for_run
 from pctfleet.modules.base import Module, Plan
 from pctfleet.playbook import search
-from pctfleet.playbook.templating import as_data, evaluate
+from pctfleet.playbook.templating import as_data, evaluate, render
 from pctfleet.playbook.yamlsrc import load_yaml, plain
 
 
@@ -89,6 +90,25 @@ class Debug(Module, name="debug", args=DebugArgs):
 @dataclass(frozen=True)
 class SetFactArgs(Args):
     free_names: ClassVar[bool] = True
+    reads_context: ClassVar[bool] = True  # a name may be a template of the task's variables
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: Context, where: str) -> Self:
+        args = super().parse(raw, ctx, where)
+        if not any("{{" in name for name in args.extra):
+            return args
+        return dataclasses.replace(args, extra=fact_names(args.extra, ctx.variables, where))
+
+
+def fact_names(facts: Mapping[str, Any], variables: Mapping[str, Any], where: str) -> dict:
+    """`set_fact`'s names rendered (`"port_{{ model }}": 30000`), as in ansible-core."""
+    out = {}
+    for name, value in facts.items():
+        rendered = str(render(name, variables, where=where)) if "{{" in name else name
+        if not VAR_NAME_RE.match(rendered):
+            raise PlaybookError(f"set_fact: {rendered!r} is not a valid variable name", where=where)
+        out[rendered] = value
+    return out
 
 
 class SetFact(Module, name="set_fact", args=SetFactArgs):

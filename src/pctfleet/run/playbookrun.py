@@ -11,12 +11,13 @@ from typing import Any
 import jinja2
 
 from pctfleet import sh
-from pctfleet.errors import InputError
+from pctfleet.errors import InputError, UndefinedVariable
 from pctfleet.facts import gathered
 from pctfleet.heap import fewer_collections
 from pctfleet.jsonfields import json_fields
 from pctfleet.modules import REGISTRY, known_args
 from pctfleet.modules.args import Context
+from pctfleet.modules.controller import fact_names
 from pctfleet.playbook import roles
 from pctfleet.playbook.loader import (
     expand_include,
@@ -166,11 +167,36 @@ def preflight(
     for container in containers:
         found = container_vars(inventory, container, play, extra, magic, warnings)
         variables = {**later, **found}
+        named, unknown = _templated_fact_names(tasks, variables, later.keys())
+        variables |= {name: jinja2.ChainableUndefined(name=name) for name in named}
         # hostvars holds what tasks set too (a host's set_fact): read, checked when reached.
-        deferred = later.keys() | {"hostvars"}
+        deferred = later.keys() | named | {"hostvars"}
         for task in tasks:
-            for scope in _item_scopes(task, variables, deferred, base_dir):
-                _preflight_task(task, scope, deferred, base_dir)
+            try:
+                for scope in _item_scopes(task, variables, deferred, base_dir):
+                    _preflight_task(task, scope, deferred, base_dir)
+            except UndefinedVariable:
+                if not unknown:  # else a set_fact may name it only at run time
+                    raise
+
+
+def _templated_fact_names(tasks: list, variables: dict, later: Any) -> tuple[set[str], bool]:
+    """The names `set_fact` tasks write as templates (`"port_{{ model }}"`), rendered
+    with this container's variables, and whether some can be rendered only at run time
+    (from a registered result, say)."""
+    names, unknown = set(), False
+    for task in tasks:
+        if task.module != "set_fact" or not any("{{" in str(k) for k in task.args):
+            continue
+        scope = {**variables, **task.vars}
+        if not names_reached([str(k) for k in task.args], scope).isdisjoint(later):
+            unknown = True
+            continue
+        try:
+            names |= set(fact_names(dict(task.args), scope, task.loc))
+        except InputError:
+            unknown = True
+    return names, unknown
 
 
 def _item_scopes(task: Any, variables: dict, later: Any, base_dir: str) -> list[dict]:
