@@ -308,7 +308,11 @@ class Run:
 class Output:
     as_json: bool = flag("--json", "One JSON document on stdout.")
     verbose: int = opt(
-        "--verbose -v", "More detail, and each running command's output; repeat.", 0, count=True
+        "--verbose -v",
+        "More detail, and each running command's output; repeat for more: the count is "
+        "ansible_verbosity (a debug task's `verbosity: 2` shows from -vv on).",
+        0,
+        count=True,
     )
     journal_dir: Path | None = opt(
         "--journal-dir", "Where run journals go.", shown="~/.local/state/pctfleet/runs"
