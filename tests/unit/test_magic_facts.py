@@ -98,6 +98,54 @@ def test_magic_variables_as_ansible_names_them(tmp_path):
     assert (web["role_of_web"], web["site_of_db"], web["name_in_hostvars"]) == ("web", "lab", "db1")
 
 
+TEMPLATED_INVENTORY = """\
+all:
+  vars: {url: "http://{{ inventory_hostname }}:{{ port }}", broken: "{{ nowhere }}"}
+  hosts:
+    a: {proxmox_vmid: 200, ansible_host: 127.0.0.9, port: 1}
+    b: {proxmox_vmid: 201, ansible_host: 127.0.0.9, port: 2}
+"""
+TEMPLATED_BOOK = WRITE % (
+    "{{{{ inventory_hostname }}}}",
+    """'own': hostvars[inventory_hostname].url, 'b': hostvars['b'].url,
+          'all': groups.all | map('extract', hostvars, 'url') | list,
+          'broken': hostvars['b'].broken | default('undefined')""",
+)
+
+
+def test_a_template_in_another_host_s_vars_renders_with_that_host_s_vars(tmp_path):
+    # As ansible-core (measured): hostvars[h].url is h's url, not the template text.
+    runs = run_book(tmp_path, TEMPLATED_BOOK.format(out=tmp_path), TEMPLATED_INVENTORY)
+    assert [r.status for r in runs] == ["changed", "changed"], [r.message for r in runs]
+    a = json.loads((tmp_path / "a.json").read_text())
+    assert (a["own"], a["b"], a["broken"]) == ("http://a:1", "http://b:2", "undefined")
+    assert a["all"] == ["http://a:1", "http://b:2"]
+
+
+def test_inventory_files_and_the_play_name_as_ansible_names_them(tmp_path):
+    from pctfleet.inventory import load_inventory
+
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "hosts.yml").write_text(TEMPLATED_INVENTORY)
+    book = WRITE % (
+        "{{{{ inventory_hostname }}}}",
+        "'dir': inventory_dir, 'file': inventory_file, 'sources': ansible_inventory_sources,"
+        " 'play': ansible_play_name",
+    )
+    (tmp_path / "site.yml").write_text(
+        book.format(out=tmp_path).replace("- hosts: all", "- name: p\n  hosts: all")
+    )
+    inv = load_inventory(tmp_path / "inv" / "hosts.yml")
+    request = RunRequest(
+        tmp_path / "site.yml", inv, inv.select("all"), ConnectOptions(), RunOptions()
+    )
+    runs = execute(prepare(request), fleet_factory=_LocalFleet)
+    assert [r.status for r in runs] == ["changed", "changed"], [r.message for r in runs]
+    a = json.loads((tmp_path / "a.json").read_text())
+    hosts = str(tmp_path / "inv" / "hosts.yml")
+    assert a == {"dir": str(tmp_path / "inv"), "file": hosts, "sources": [hosts], "play": "p"}
+
+
 NATIVE_BOOK = WRITE % (
     "x",
     "'name': inventory_hostname, 'short': inventory_hostname_short, 'host': ansible_host,"

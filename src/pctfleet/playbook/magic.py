@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
-from pctfleet.playbook.templating import Public
+from pctfleet.playbook.templating import LazyVars, Public
 
 # A parameter rendered to this value is dropped, as Ansible does: `{{ x | default(omit) }}`.
 OMIT = f"__omit_place_holder__{secrets.token_hex(20)}"
@@ -69,10 +70,27 @@ class PlayMagic:
             "ansible_run_tags": sorted(options.tags or {"all"}),
             "ansible_skip_tags": sorted(options.skip_tags or ()),
             "omit": OMIT,
+            **inventory_files(inventory),
         }
 
     def for_container(self, container: Any) -> dict[str, Any]:
         return {**self.shared, **host_vars(container)}
+
+
+def inventory_files(inventory: Any) -> dict[str, Any]:
+    """`inventory_dir`, `inventory_file` and `ansible_inventory_sources`, as Ansible sets
+    them, for an inventory read from files (a folder: no one file to name)."""
+    sources = [Path(s).absolute() for s in getattr(inventory, "sources", [inventory.source])]
+    sources = [path for path in sources if path.exists()]
+    if not sources:  # --local, or an inventory from text
+        return {}
+    found: dict[str, Any] = {"ansible_inventory_sources": [str(path) for path in sources]}
+    first = sources[0]
+    if len(sources) == 1 and first.is_file():
+        found |= {"inventory_file": str(first), "inventory_dir": str(first.parent)}
+    elif len(sources) == 1:
+        found["inventory_dir"] = str(first)
+    return found
 
 
 def groups(inventory: Any) -> dict[str, list[str]]:
@@ -83,6 +101,27 @@ def groups(inventory: Any) -> dict[str, list[str]]:
     for name, group in inventory.groups.items():
         out[name] = Public(name_of[key] for key in group.members if key in name_of)
     return out
+
+
+class HostEntry(Mapping):
+    """One host's `hostvars` entry: a template in it is rendered with that host's own
+    variables when read (`hostvars['b'].url` is b's url, as in Ansible), one at a time,
+    so reading one variable runs no other's lookups."""
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
+        self._lazy = LazyVars(raw)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.raw:
+            raise KeyError(key)  # jinja's undefined, not the globals LazyVars also holds
+        return self._lazy[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
 
 
 class HostVars:
@@ -96,12 +135,13 @@ class HostVars:
     def __init__(self, inventory: Any) -> None:
         self._inventory = inventory
         self._by_name = {c.inventory_hostname: c for c in inventory.containers}
-        self._built: dict[str, dict[str, Any]] = {}
+        self._built: dict[str, HostEntry] = {}
 
-    def __getitem__(self, name: str) -> dict[str, Any]:
+    def __getitem__(self, name: str) -> HostEntry:
         if name not in self._built:
             container = self._by_name[name]  # KeyError: jinja's undefined
-            self._built[name] = {**self._inventory.vars_for(container), **host_vars(container)}
+            raw = {**self._inventory.vars_for(container), **host_vars(container)}
+            self._built[name] = HostEntry(raw)
         return self._built[name]
 
     def __contains__(self, name: object) -> bool:

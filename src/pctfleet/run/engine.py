@@ -25,7 +25,7 @@ from pctfleet.modules.validate import failed_validation
 from pctfleet.playbook.loader import Block, expand_include, select_tasks, should_run
 from pctfleet.playbook.lookups import warnings_kept
 from pctfleet.playbook.loops import loop_items, loop_vars
-from pctfleet.playbook.magic import OMIT
+from pctfleet.playbook.magic import OMIT, HostEntry
 from pctfleet.playbook.templating import (
     HOLDS,
     condition,
@@ -1144,7 +1144,7 @@ class _OwnHostVars:
         if name != engine.vars.get("inventory_hostname"):
             return found
         names = engine.runtime | engine.fact_names
-        return {**found, **{k: engine.vars[k] for k in names if k in engine.vars}}
+        return HostEntry({**found.raw, **{k: engine.vars[k] for k in names if k in engine.vars}})
 
     def __contains__(self, name: object) -> bool:
         return name in self._hostvars

@@ -86,10 +86,14 @@ def container_vars(
     return variables
 
 
-def play_magic(request: RunRequest, containers: list, batch: list | None = None) -> PlayMagic:
+def play_magic(
+    request: RunRequest, play: Any, containers: list, batch: list | None = None
+) -> PlayMagic:
     """The magic variables of a play over `containers` (running `batch` of them now)."""
     options = request.options
-    return PlayMagic(request.inventory, containers, options, options.base_dir, batch)
+    magic = PlayMagic(request.inventory, containers, options, options.base_dir, batch)
+    magic.shared["ansible_play_name"] = play.name
+    return magic
 
 
 def _placeholders(tasks: list, base_dir: str) -> dict[str, Any]:
@@ -271,7 +275,7 @@ def _prepare(request: RunRequest) -> PreparedRun:
             request.inventory,
             request.options.extra_vars,
             request.options.base_dir,
-            play_magic(request, containers),
+            play_magic(request, play, containers),
             book.warnings,
             dict(later),
         )
@@ -383,7 +387,7 @@ def _run_play(request, play, containers, targets, runs, journal, on_result, kept
         request.options.skip_tags,
     )
     flow = PlayFlow([])
-    magic = play_magic(request, containers)
+    magic = play_magic(request, play, containers)
 
     def report(run: ContainerRun, result: TaskResult) -> None:
         if journal:
@@ -427,7 +431,7 @@ def _run_play(request, play, containers, targets, runs, journal, on_result, kept
         keys = [c.key for c in batch]
         fatal, max_fail = play.any_errors_fatal, play.max_fail_percentage
         flow = PlayFlow(keys, fatal, max_fail, lockstep=in_step(play, tasks))
-        magic = play_magic(request, containers, batch)
+        magic = play_magic(request, play, containers, batch)
         limit = node_limit(targets)
         args = (request.forks, request.per_node, request.stop, limit)
         schedule(batch, one, *args, starting=flow.starting, cancelled=flow.cancelled)
