@@ -248,7 +248,7 @@ def _magic(prepared: Any, play: Any, members: list) -> tuple[Any, frozenset]:
     built = prepared.__dict__.setdefault("_sim_magic", {})
     if id(play) not in built:
         keys = frozenset(c.key for c in members)
-        built[id(play)] = (play_magic(prepared.request, members), keys)
+        built[id(play)] = (play_magic(prepared.request, play, members), keys)
     return built[id(play)]
 
 
