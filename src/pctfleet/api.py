@@ -155,14 +155,15 @@ class Fleet:
     @classmethod
     def from_inventory(
         cls,
-        path: str | Path,
+        path: str | Path | Sequence[str | Path],
         limit: str | None = None,
         *,
         forks: int | None = None,
         vault_password_file: str | Path | None = None,
         **connect: object,
     ) -> Fleet:
-        """The inventory's containers (or those `limit` selects, as --limit does).
+        """The inventory's containers (or those `limit` selects, as --limit does);
+        several paths are read as one inventory, as several -i are.
         `connect` takes Container's keyword options and wins over the inventory.
         `vault_password_file` opens vault-encrypted values and group_vars/host_vars
         files, as --vault-password-file does."""

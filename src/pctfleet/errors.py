@@ -37,6 +37,13 @@ class InventoryError(InputError):
     """An inventory file, a --limit pattern, a --ct value or a -e value is wrong."""
 
 
+class EmptySelection(InventoryError):
+    """--limit leaves nothing of an inventory that has containers: a command line that
+    targets nothing, refused as ansible-playbook refuses it (exit 5, bad options)."""
+
+    exit_code = 5
+
+
 class PlaybookError(InputError):
     """A playbook or task file is wrong."""
 

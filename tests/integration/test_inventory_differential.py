@@ -1,7 +1,10 @@
 """Inventories as ansible-inventory reads them, and as pctfleet reads them: an INI
-file, a folder of YAML and INI files with its group_vars/host_vars, and
-tests/varfiles (with the playbook folder's vars). For every host both tools must
-give the same variables and the same groups.
+file, a folder of YAML and INI files with its group_vars/host_vars, several -i
+sources in two folders (each with its group_vars), a folder whose INI files name
+groups of earlier files, and tests/varfiles (with the playbook folder's vars). For
+every host both tools must give the same variables and the same groups; where
+Ansible cannot parse a source (a group only a later source declares) pctfleet
+refuses it.
 
 Ansible's side is `ansible-inventory --list` (its merged hostvars, vars plugins
 included); pctfleet's is `Inventory.vars_for`. The connection variables are left
@@ -21,6 +24,7 @@ from pathlib import Path
 import differ
 import pytest
 
+from pctfleet.errors import InventoryError
 from pctfleet.inventory import load_inventory
 from pctfleet.inventory.ansible import ANSIBLE_CONNECTION_VARS
 from pctfleet.inventory.model import builtin_vars
@@ -89,6 +93,40 @@ all:
     "host_vars/db-a.yml": "proxmox_vmid: 220\n",
     "host_vars/db-b": "proxmox_vmid: 221\n",
 }
+# Three -i in two folders, X's twice: each source's folder gives group_vars, the
+# later source winning (X's, read again last, over Y's); an INI source names groups
+# (gpu, db) that earlier sources declared.
+SEVERAL = {
+    "X/hosts.ini": "[gpu]\ngpu-a proxmox_vmid=200 ansible_host=127.0.0.9\n[gpu:vars]\nfrom_src=x\n",
+    "Y/hosts.yml": """\
+all:
+  children:
+    gpu:
+      vars: {from_src: y}
+      hosts:
+        gpu-a: {hv: y}
+        gpu-b: {proxmox_vmid: 201, ansible_host: 127.0.0.9}
+    deep:
+      children: {gpu: {}}
+    db:
+      hosts:
+        db-a: {proxmox_vmid: 202, ansible_host: 127.0.0.9}
+""",
+    "X/late.ini": "[gpu:vars]\nlate=1\n[fleet:children]\ngpu\ndb\n[db]\ngpu-b\n",
+    "X/group_vars/all.yml": "v_all: x\nv_x: x\n",
+    "X/group_vars/gpu.yml": "v_g: x\n",
+    "Y/group_vars/all.yml": "v_all: y\nv_y: y\n",
+    "Y/group_vars/deep.yml": "v_g: deep-y\nv_deep: y\n",
+}
+SEVERAL_ORDER = ["X/hosts.ini", "Y/hosts.yml", "X/late.ini"]
+# One folder whose later INI files give vars and parents to a group of an earlier one.
+NAMED_EARLIER = {
+    "10-hosts.ini": "[gpu]\nct1 proxmox_vmid=200 ansible_host=127.0.0.9\n",
+    "15-more.yml": "all:\n  children:\n    db:\n      hosts:\n"
+    "        ct2: {proxmox_vmid: 201, ansible_host: 127.0.0.9}\n",
+    "20-vars.ini": "[gpu:vars]\nx=1\n[db:vars]\ny=2\n",
+    "30-groups.ini": "[fleet:children]\ngpu\ndb\n",
+}
 IGNORED = set(ANSIBLE_CONNECTION_VARS)
 
 
@@ -98,15 +136,21 @@ def _write(root: Path, files: dict[str, str]) -> None:
         (root / name).write_text(text)
 
 
-def _ansible(source: Path, playbook_dir: Path | None, work: Path) -> dict:
+def _ansible_inventory(sources: list[Path], playbook_dir: Path | None, work: Path):
     venv = differ.ansible_env.ensure_venv()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHON"))}
     env["HOME"] = str(work)
-    argv = [str(venv / "bin/ansible-inventory"), "-i", str(source), "--list"]
+    argv = [str(venv / "bin/ansible-inventory"), "--list"]
+    for source in sources:
+        argv += ["-i", str(source)]
     if playbook_dir is not None:
         argv += ["--playbook-dir", str(playbook_dir)]
         argv += ["--vault-password-file", str(work / "vault-pass")]
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+
+
+def _ansible(sources: list[Path], playbook_dir: Path | None, work: Path) -> dict:
+    done = _ansible_inventory(sources, playbook_dir, work)
     assert done.returncode == 0 and "Unable to parse" not in done.stderr, done.stderr
     listed = json.loads(done.stdout)
     hostvars = listed.pop("_meta")["hostvars"]
@@ -130,8 +174,8 @@ def _visible(values: dict) -> dict:
     return {k: v for k, v in values.items() if k not in IGNORED}
 
 
-def _pctfleet(source: Path, playbook_dir: Path | None) -> dict:
-    inv = load_inventory(source, playbook_dir)
+def _pctfleet(sources: list[Path], playbook_dir: Path | None) -> dict:
+    inv = load_inventory(sources, playbook_dir)
     own = set(builtin_vars(inv.containers[0]))
     variables = {
         c.host: {k: v for k, v in inv.vars_for(c).items() if k not in own} for c in inv.containers
@@ -145,13 +189,19 @@ def _pctfleet(source: Path, playbook_dir: Path | None) -> dict:
     return json.loads(json.dumps({"vars": variables, "groups": groups}))
 
 
-def _case(name: str, tmp_path: Path) -> tuple[Path, Path | None]:
+def _case(name: str, tmp_path: Path) -> tuple[list[Path], Path | None]:
     if name == "ini":
         _write(tmp_path, {"hosts.ini": INI})
-        return tmp_path / "hosts.ini", None
+        return [tmp_path / "hosts.ini"], None
     if name == "folder":
         _write(tmp_path / "inventory", FOLDER)
-        return tmp_path / "inventory", None
+        return [tmp_path / "inventory"], None
+    if name == "several":
+        _write(tmp_path, SEVERAL)
+        return [tmp_path / name for name in SEVERAL_ORDER], None
+    if name == "named-earlier":
+        _write(tmp_path / "inventory", NAMED_EARLIER)
+        return [tmp_path / "inventory"], None
     shutil.copytree(TESTS / "varfiles", tmp_path / "tree")
     (tmp_path / "tree/play/group_vars/gpu").mkdir()
     vaulted = TESTS / "unit/vault_fixtures/vars11.yml"
@@ -159,28 +209,72 @@ def _case(name: str, tmp_path: Path) -> tuple[Path, Path | None]:
     # Connection variables for ansible-inventory to read; neither tool connects.
     with (tmp_path / "tree/inv/group_vars/all.yml").open("a") as out:
         out.write("ansible_host: 127.0.0.9\n")
-    return tmp_path / "tree/inv/hosts.yml", tmp_path / "tree/play"
+    return [tmp_path / "tree/inv/hosts.yml"], tmp_path / "tree/play"
 
 
-def _inputs(root: Path) -> list:
+def _inputs(root: Path, sources: list[Path]) -> list:
     files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "vault-pass")
-    return [CALL, [[str(p.relative_to(root)), p.read_text()] for p in files]]
+    inputs = [CALL, [[str(p.relative_to(root)), p.read_text()] for p in files]]
+    # The order of several sources changes the outcome; one source keeps its old key.
+    return [*inputs, [str(p.relative_to(root)) for p in sources]] if len(sources) > 1 else inputs
 
 
-@pytest.mark.parametrize("name", ["ini", "folder", "varfiles"])
+@pytest.mark.parametrize("name", ["ini", "folder", "several", "named-earlier", "varfiles"])
 def test_every_host_gets_the_variables_and_groups_ansible_gives_it(name, tmp_path):
-    source, playbook_dir = _case(name, tmp_path)
+    sources, playbook_dir = _case(name, tmp_path)
     (tmp_path / "vault-pass").write_text("hunter2\n")
-    cached = differ.cache_path(f"inventory-{name}", _inputs(tmp_path))
+    cached = differ.cache_path(f"inventory-{name}", _inputs(tmp_path, sources))
     if cached.is_file() and not os.environ.get("PCTFLEET_DIFF_FRESH"):
         theirs = json.loads(cached.read_text())
     else:
-        theirs = _ansible(source, playbook_dir, tmp_path)
+        theirs = _ansible(sources, playbook_dir, tmp_path)
         differ.keep(cached, theirs)
     vault.set_vault_secrets([vault.VaultSecret("default", b"hunter2")])
     try:
-        ours = _pctfleet(source, playbook_dir)
+        ours = _pctfleet(sources, playbook_dir)
     finally:
         vault.set_vault_secrets([])
     assert theirs["vars"] and theirs["groups"]  # Ansible did read the inventory
     assert ours == theirs
+
+
+# A group named before any source declares it: ansible-core fails to parse that file,
+# warns, and reads on without it (what it had set before failing stays); pctfleet
+# refuses the inventory, naming the file and line.
+UNDECLARED = {
+    "declared-later": (
+        {"10-vars.ini": "[gpu:vars]\nx=1\n", "20-hosts.ini": "[gpu]\nct1 proxmox_vmid=200\n"},
+        "10-vars.ini:1: section [gpu:vars] names group 'gpu', declared only by",
+    ),
+    "child-declared-later": (
+        {
+            "10-groups.ini": "[fleet:children]\ngpu\n",
+            "20-hosts.ini": "[gpu]\nct1 proxmox_vmid=200\n",
+        },
+        "10-groups.ini:2: section [fleet:children] names group 'gpu', declared only by",
+    ),
+    "declared-nowhere": (
+        {"10-hosts.ini": "[gpu]\nct1 proxmox_vmid=200\n", "20-vars.ini": "[nope:vars]\nx=1\n"},
+        "20-vars.ini:1: section [nope:vars] is for a group declared nowhere",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(UNDECLARED))
+def test_a_group_no_earlier_source_declares_is_refused_where_ansible_skips_the_file(name, tmp_path):
+    files, message = UNDECLARED[name]
+    # Connection variables for ansible-inventory to read; neither tool connects.
+    files = {**files, "group_vars/all.yml": "ansible_host: 127.0.0.9\n"}
+    _write(tmp_path / "inventory", files)
+    failing = next(n for n in files if message.startswith(n))
+
+    def ansible() -> dict:
+        done = _ansible_inventory([tmp_path / "inventory"], None, tmp_path)
+        skipped = f"Unable to parse {tmp_path / 'inventory' / failing} as an inventory source"
+        return {"exit": done.returncode, "skipped": skipped in " ".join(done.stderr.split())}
+
+    theirs = differ.cached(f"inventory-{name}", _inputs(tmp_path, []), ansible)
+    assert theirs == {"exit": 0, "skipped": True}
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(tmp_path / "inventory")
+    assert str(caught.value).startswith(f"{tmp_path / 'inventory'}/{message}"), caught.value

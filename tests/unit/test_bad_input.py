@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from pctfleet import exitcodes
 from pctfleet.cli import main as cli
 from pctfleet.cuda.rules import arch_parts
-from pctfleet.errors import InputError
+from pctfleet.errors import EmptySelection, InputError
 from pctfleet.inventory import (
     CTID_MAX,
     CTID_MIN,
@@ -360,11 +360,15 @@ def test_extra_vars(files, connects):
         s.preserved = "no connection attempted for any malformed value"
 
 
-def _limit_matches(pattern: str) -> bool:
+def _limit_is_bad(pattern: str) -> bool:
+    """An unknown or malformed pattern (exit 4); one that selects nothing is exit 5."""
     try:
-        return bool(inventory_from_text(INVENTORY, "inv").select(pattern))
-    except InputError:
+        inventory_from_text(INVENTORY, "inv").select(pattern)
+    except EmptySelection:
         return False
+    except InputError:
+        return True
+    return False
 
 
 # option -> (strategy of bad values, documented exit code, commands it belongs to)
@@ -395,7 +399,7 @@ BAD_OPTIONS = {
         ["exec", "run", "rollout"],
     ),
     "--limit": (
-        TEXT.filter(lambda t: t.strip() and not _limit_matches(t)),
+        TEXT.filter(lambda t: t.strip() and _limit_is_bad(t)),
         exitcodes.PARSE_ERROR,
         ["exec", "run", "audit", "verify", "rollout"],
     ),

@@ -63,3 +63,10 @@ def test_a_broken_inventory_completes_nothing(tmp_path, text):
     bad.write_text(text)
     assert complete(f"pctfleet audit -i {bad} --limit p") == []
     assert complete(f"pctfleet audit -i {tmp_path / 'none.yml'} --limit p") == []
+
+
+def test_limit_completes_from_every_i_on_the_line(tmp_path):
+    (tmp_path / "one.ini").write_text("[gpu]\na proxmox_vmid=200 ansible_host=192.0.2.10\n")
+    (tmp_path / "two.ini").write_text("[db]\nb proxmox_vmid=201 ansible_host=192.0.2.10\n")
+    line = f"pctfleet exec -i {tmp_path / 'one.ini'} -i {tmp_path / 'two.ini'} --limit "
+    assert {"gpu", "db", "a", "b"} <= set(complete(line))

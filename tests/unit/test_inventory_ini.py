@@ -218,4 +218,4 @@ def test_a_range_met_again_takes_its_later_values_as_in_ansible(tmp_path):
 
 def test_ungrouped_is_there_even_when_empty(tmp_path):
     inv = _load(tmp_path, f"[gpu]\n{HOST}\n")
-    assert inv.groups["ungrouped"].members == () and inv.select("ungrouped") == []
+    assert inv.groups["ungrouped"].members == () and inv.matching("ungrouped") == []

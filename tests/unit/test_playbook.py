@@ -87,12 +87,12 @@ def test_playbook_loads_plays_tasks_and_handlers(tmp_path):
     assert isinstance(first, Play)
     assert (first.name, first.hosts, first.vars, first.tags) == (
         "GPU serving",
-        "gpu",
+        ("gpu",),
         {"port": 30000},
         frozenset({"serve"}),
     )
     assert first.loc == f"{path}:1"
-    assert (second.name, second.hosts) == ("play #2", "pve1,pve2")
+    assert (second.name, second.hosts) == ("play #2", ("pve1", "pve2"))
     probe, env, wait, marker = first.tasks
     assert probe == Task(
         "Probe",
@@ -127,7 +127,7 @@ def test_defaults_of_a_bare_task(tmp_path):
     book = load_playbook(write(tmp_path, "- tasks:\n    - command: 'true'\n"), KNOWN)
     play = book.plays[0]
     task = play.tasks[0]
-    assert (play.hosts, play.name) == ("all", "play #1")
+    assert (play.hosts, play.name) == (("all",), "play #1")
     assert (task.name, task.when, task.tags, task.retries, task.delay, task.timeout) == (
         "command",
         [],

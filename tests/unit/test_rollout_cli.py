@@ -210,6 +210,36 @@ def test_an_unknown_resume_id_is_a_bad_option(fleet, capsys):
 # -- what it reads, and bad command lines ----------------------------------------------
 
 
+@pytest.mark.parametrize("old_journal", [False, True], ids=["journal", "one-path journal"])
+def test_several_i_are_journaled_and_a_resume_reads_every_one(fleet, capsys, old_journal):
+    (fleet.dir / "one.ini").write_text("[gpu]\na proxmox_vmid=200 ansible_host=192.0.2.10 me=a\n")
+    (fleet.dir / "two.ini").write_text("[db]\nb proxmox_vmid=201 ansible_host=192.0.2.10 me=b\n")
+    sources = ["-i", "one.ini", "-i", "two.ini"]
+    code, events, _ = rollout(
+        fleet, "book.yml", *sources, "--no-gate", "-e", "fail_on=a", capsys=capsys,
+        inventory=False,
+    )  # fmt: skip
+    assert code == exitcodes.FAILED
+    result = summary(events)
+    assert result["untouched"] == ["192.0.2.10/201"]  # two.ini's host is in the rollout
+    journal = Path(result["journal"])
+    records = [json.loads(x) for x in journal.read_text().splitlines()]
+    assert records[0]["params"]["inventory"] == [
+        str(fleet.dir / "one.ini"),
+        str(fleet.dir / "two.ini"),
+    ]
+    if old_journal:  # written when a rollout read one -i: a path, not a list
+        records[0]["params"]["inventory"] = str(fleet.dir / "two.ini")
+        journal.write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, events, _ = rollout(
+        fleet, "--resume", result["rollout_id"], "-e", "fail_on=", capsys=capsys, inventory=False
+    )
+    assert code == exitcodes.OK, events
+    assert ran(events) == (
+        ["192.0.2.10/201"] if old_journal else ["192.0.2.10/200", "192.0.2.10/201"]
+    )
+
+
 @pytest.mark.parametrize("how", ["ansible.cfg", "ANSIBLE_INVENTORY"])
 def test_without_i_it_reads_the_inventory_ansible_cfg_names(fleet, capsys, monkeypatch, how):
     inventory = fleet.dir / "inv.yml"

@@ -16,11 +16,12 @@ LAB_INVENTORY = Path("/var/lib/pctfleet-lab/inventory.yml")
 
 
 def _inventory(ctx: typer.Context) -> Any:  # noqa: ANN401 - an Inventory, imported lazily
-    path = ctx.params.get("inventory") or LAB_INVENTORY
+    given = ctx.params.get("inventory") or [LAB_INVENTORY]
     try:
         from pctfleet.inventory import load_inventory
 
-        return load_inventory(Path(path).expanduser())
+        paths = [given] if isinstance(given, str | Path) else given
+        return load_inventory([Path(path).expanduser() for path in paths])
     except Exception:  # noqa: BLE001 - a broken inventory completes nothing
         return None
 

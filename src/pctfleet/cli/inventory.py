@@ -22,7 +22,7 @@ inventory_app = typer.Typer(
 COLUMNS = ("node", "ctid", "name", "status", "tags", "ostype", "cores", "memory")
 
 
-def _nodes(inventory: Path | None, hosts: str | None) -> list:
+def _nodes(inventory: list[Path] | None, hosts: str | None) -> list:
     """The nodes to read: an inventory's (with their SSH settings) or `--host`'s."""
     from pctfleet.inventory import load_inventory
     from pctfleet.inventory.checks import check_address
@@ -86,7 +86,9 @@ def _table(rows: Sequence[dict[str, Any]]) -> str:
 class DiscoverOptions:
     panel: ClassVar[str] = "Discovery"
 
-    inventory: Path | None = opt("-i --inventory", "Discover on this inventory's nodes.")
+    inventory: list[Path] | None = opt(
+        "-i --inventory", "Discover on this inventory's nodes (repeatable, as for every command)."
+    )
     host: str | None = opt("--host", "Node addresses, comma-separated.")
     tag: list[str] | None = opt("--tag", "Only containers with this tag (repeatable).")
     status: str | None = opt("--status", "Only 'running' or 'stopped' containers.")
@@ -165,7 +167,9 @@ def show_command(*, opts: ShowOptions, conn: Connection, sel: Selection) -> int:
     The login is the one every other command uses: --user/--port/--identity, then the
     inventory (ansible_user, ansible_port, ansible_ssh_private_key_file, ...), then, for
     an Ansible inventory, ansible.cfg and ANSIBLE_* (remote_user, remote_port,
-    private_key_file), then ~/.ssh/config. Exit 0.
+    private_key_file), then ~/.ssh/config. Exit 0, also where --limit leaves nothing
+    (it lists nothing, as ansible-inventory --limit does; every other command refuses
+    that selection, exit 5).
 
     Examples:
 
@@ -173,8 +177,14 @@ def show_command(*, opts: ShowOptions, conn: Connection, sel: Selection) -> int:
       pctfleet inventory show --json
     """
     from pctfleet.cli.logins import login_rows, login_table
+    from pctfleet.errors import EmptySelection
 
-    _, selected = sel.select()
+    try:
+        _, selected = sel.select()
+    except EmptySelection as exc:  # listed as nothing, as ansible-inventory --limit lists it
+        selected = []
+        if not opts.as_json:
+            typer.secho(f"{exc} (other commands refuse this, exit 5)", err=True)
     nodes, containers = login_rows(selected, conn.options())
     if opts.as_json:
         typer.echo(json.dumps({"nodes": nodes, "containers": containers}, indent=2))

@@ -121,7 +121,7 @@ def _invoke(
         result = application(args=args, prog_name=prog, standalone_mode=False)
     except InputError as exc:
         typer.secho(f"error: {visible(exc)}", err=True, fg="red")
-        return exitcodes.PARSE_ERROR
+        return getattr(exc, "exit_code", exitcodes.PARSE_ERROR)
     except KeyboardInterrupt:
         typer.secho("interrupted", err=True, fg="red")
         return exitcodes.INTERRUPTED

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -45,34 +46,36 @@ def tag_sets(tags: str | None, skip_tags: str | None) -> tuple[set[str] | None, 
 
 
 def select_containers(
-    inventory: Path | None,
+    inventory: Sequence[Path] | Path | None,
     host: str | None,
     ct: str | None,
     limit: str | None,
     playbook_dir: Path | None = None,
 ):
-    """The inventory and the containers a command works on: -i INVENTORY or --host/--ct.
-    A command that runs a playbook gives its folder: group_vars/ and host_vars/ there
-    count too, as in ansible-playbook."""
+    """The inventory and the containers a command works on: -i INVENTORY (each -i a
+    source, merged in order as Ansible merges them) or --host/--ct. A command that
+    runs a playbook gives its folder: group_vars/ and host_vars/ there count too, as
+    in ansible-playbook."""
     from pctfleet.inventory import adhoc_inventory, load_inventory, parse_ctids
     from pctfleet.inventory.discover import DiscoveryError
     from pctfleet.inventory.load import resolve_discovery, with_var_files
 
-    if inventory and host:
+    sources = [inventory] if isinstance(inventory, Path) else list(inventory or [])
+    if sources and host:
         raise fail("give either -i INVENTORY or --host/--ct, not both", exitcodes.BAD_OPTIONS)
     if ct and not host:
         raise fail("--ct needs --host NODE (the node that holds them)", exitcodes.BAD_OPTIONS)
-    if not inventory and not host:
-        inventory = configured_inventory()
+    if not sources and not host:
+        sources = configured_inventory()
     if host:
         if not ct:
             raise fail("--host needs --ct (for example --ct 200,201)", exitcodes.BAD_OPTIONS)
         inv = with_var_files(
             adhoc_inventory(host, parse_ctids(ct)), [playbook_dir] if playbook_dir else []
         )
-    elif inventory:
+    elif sources:
         try:
-            inv = resolve_discovery(load_inventory(inventory, playbook_dir))
+            inv = resolve_discovery(load_inventory(sources, playbook_dir))
         except DiscoveryError as exc:
             raise fail(str(exc), exitcodes.UNREACHABLE) from None
     else:
@@ -83,30 +86,28 @@ def select_containers(
     return inv, inv.select(limit)
 
 
-def configured_inventory() -> Path | None:
-    """The inventory ansible.cfg (or ANSIBLE_INVENTORY) names, as ansible-playbook
-    would read it without -i; None where it names none."""
+def configured_inventory() -> list[Path]:
+    """The inventory sources ansible.cfg (or ANSIBLE_INVENTORY) names, comma-separated,
+    as ansible-playbook would read them without -i; none where it names none. One
+    that is not there is an error naming the setting (Ansible warns and reads on)."""
     from pctfleet import ansiblecfg
 
     config = ansiblecfg.read()
-    named = config.inventory
     origin = "ANSIBLE_INVENTORY" if os.environ.get("ANSIBLE_INVENTORY") else config.path
-    if len(named) > 1:
-        shown = ", ".join(map(str, named))
-        raise fail(f"{origin} names {len(named)} inventories ({shown}): pctfleet reads one, "
-                   "pass it with -i", exitcodes.BAD_OPTIONS)  # fmt: skip
-    if named and not named[0].exists():
-        raise fail(f"{origin}: inventory {named[0]} not found", exitcodes.BAD_OPTIONS)
-    return named[0] if named else None
+    for source in config.inventory:
+        if not source.exists():
+            raise fail(f"{origin}: inventory {source} not found", exitcodes.BAD_OPTIONS)
+    return list(config.inventory)
 
 
 @dataclass
 class Selection:
     panel: ClassVar[str] = SEL
 
-    inventory: Path | None = opt(
+    inventory: list[Path] | None = opt(
         "-i --inventory",
-        "Inventory: a pctfleet or Ansible YAML file, an Ansible INI file, or a folder of them.",
+        "Inventory: a pctfleet or Ansible YAML file, an Ansible INI file, or a folder of them. "
+        "Repeatable: Ansible inventories given several times are read in order, as one.",
         shown="ansible.cfg's inventory, or ANSIBLE_INVENTORY",
     )
     host: str | None = opt(
@@ -119,7 +120,8 @@ class Selection:
     )
     limit: str | None = opt(
         "--limit -l",
-        "Select containers: group, node, node/ctid, name or glob; '!x' excludes, '&x' intersects.",
+        "Ansible host pattern: group, host, glob, ~regex, subscript, @file; also a node, "
+        "node/ctid or ctid. '!x' excludes, '&x' intersects.",
         autocompletion=complete_limit,
     )
     vault_password_file: list[Path] | None = opt(

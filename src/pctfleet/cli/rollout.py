@@ -147,7 +147,7 @@ def rollout_command(
     sel.unlock()
     args = RolloutArgs(
         playbook=playbook,
-        inventory=sel.inventory,
+        inventory=list(sel.inventory or []),
         limit=sel.limit,
         **{**asdict(batches), "gate_tests": batches.gate_tests or []},
         tags=run.tags,
@@ -186,7 +186,7 @@ def _refuse_with_resume(ctx: typer.Context) -> None:
 @dataclass
 class RolloutArgs:
     playbook: Path | None
-    inventory: Path | None
+    inventory: list[Path] | None  # every -i, in order
     limit: str | None = None
     serial: str = "1,25%"
     max_fail_percent: float | None = None
@@ -211,9 +211,13 @@ class RolloutArgs:
         data.pop("resume")
         data["extra_vars"] = [_without_secrets(item) for item in self.extra_vars]
         # Absolute: a resume may run from another folder.
-        for key in ("playbook", "inventory", "journal_dir"):
+        for key in ("playbook", "journal_dir"):
             data[key] = data[key] and Path(data[key]).absolute()
+        data["inventory"] = [Path(path).absolute() for path in self.inventory or []]
         data["gate_tests"] = [Path(path).absolute() for path in self.gate_tests]
+        from pctfleet.inventory.limit import with_absolute_files
+
+        data["limit"] = with_absolute_files(self.limit)
         return json.loads(json.dumps(data, default=str))
 
 
@@ -258,7 +262,7 @@ def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
         **{
             **params,
             "playbook": Path(params["playbook"]),
-            "inventory": Path(params["inventory"]),
+            "inventory": _journaled_sources(params["inventory"]),
             "gate_tests": [Path(p) for p in params["gate_tests"]],
             "journal_dir": args.journal_dir,
             "as_json": args.as_json,
@@ -267,6 +271,11 @@ def _from_journal(args: RolloutArgs) -> tuple[RolloutArgs, list[str]]:
         }
     )
     return restored, done
+
+
+def _journaled_sources(value: str | list[str]) -> list[Path]:
+    """The -i of a journal: a list, or (journals of one source only) one path."""
+    return [Path(value)] if isinstance(value, str) else [Path(item) for item in value]
 
 
 def _check_secrets_given(items: list[str]) -> None:
@@ -353,7 +362,7 @@ def _check_new(args: RolloutArgs) -> None:
     if not Path(args.playbook).is_file():
         raise fail(f"playbook not found: {args.playbook}", exitcodes.BAD_OPTIONS)
     args.inventory = args.inventory or configured_inventory()
-    if args.inventory is None:
+    if not args.inventory:
         raise fail(
             "rollout needs -i INVENTORY (or 'inventory =' in ansible.cfg, or ANSIBLE_INVENTORY)",
             exitcodes.BAD_OPTIONS,
@@ -407,7 +416,7 @@ def _plan(args: RolloutArgs, inventory: Any, containers: list, connect) -> Rollo
     return RolloutPlan(
         args.playbook,
         inventory,
-        str(args.inventory),
+        ", ".join(map(str, args.inventory or [])),
         containers,
         connect,
         options,

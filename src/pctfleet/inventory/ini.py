@@ -13,8 +13,10 @@ on as the YAML inventory that says the same (with each line's number kept).
 A value is a Python literal where it reads as one (`200` an int, `True` a bool,
 `[1, 2]` a list; `'200'` stays text only inside double quotes, as shlex takes the
 outer quotes off a host line), else text; in ansible-core 2.19 that holds for
-`:vars` lines too. A group named in `:children` or `:vars` must be declared by a
-section of its own somewhere in the file.
+`:vars` lines too. A group named in `:children` or `:vars` must exist once the file
+is read: declared by a section of its own anywhere in the file, or by an inventory
+source read before it (ansible-core checks against the inventory built so far, so a
+group only a later source declares is an error there too).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import ast
 import re
 import shlex
 import warnings
+from collections.abc import Container
 from typing import Any
 
 from pctfleet.errors import InventoryError
@@ -33,6 +36,21 @@ _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
 _BRACKETS = re.compile(r"\[[^\]]*\]")
 _COMMENT = (";", "#")
+# Groups every inventory has: their `:vars` need no section; as a child, ansible-core
+# refuses `all` and drops the hosts of `ungrouped`, so a child never names them.
+BUILTIN_GROUPS = frozenset({"all", "ungrouped"})
+
+
+class UndeclaredGroup(InventoryError):
+    """A `:vars` or `:children` section names a group that does not exist."""
+
+    def __init__(self, section: str, group: str, where: str) -> None:
+        if section.endswith(":vars]"):
+            text = f"{section} is for a group declared nowhere"
+        else:
+            text = f"{section} names a group declared nowhere: {group!r}"
+        super().__init__(text, where=where)
+        self.section, self.group, self.where = section, group, where
 
 
 def looks_like_ini(text: str) -> bool:
@@ -44,17 +62,19 @@ def looks_like_ini(text: str) -> bool:
     return bool(lines) and "=" in lines[0].partition(" ")[2]
 
 
-def ini_document(text: str, name: str) -> YamlMap:
-    """The inventory in `text` as the Ansible YAML document parse_ansible reads."""
-    return _Reader(name).read(text)
+def ini_document(text: str, name: str, known: Container[str] = ()) -> YamlMap:
+    """The inventory in `text` as the Ansible YAML document parse_ansible reads.
+    `known`: the groups the inventory sources read before this one declared."""
+    return _Reader(name, known).read(text)
 
 
 class _Reader:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, known: Container[str] = ()) -> None:
         self.name = name
         self.line = 0
         self.doc = self._map(0)
         self.group("all")  # first: the hosts' own variables are kept there (see _hosts)
+        self.known = known
         self.declared: set[str] = set()
         self.pending: dict[str, tuple[int, str, str]] = {}  # group -> (line, state, parent)
 
@@ -103,23 +123,23 @@ class _Reader:
             else:
                 self._child(group, line)
         for name, (line, state, parent) in self.pending.items():
-            if state == "vars":
-                raise self.fail(f"section [{name}:vars] is for a group declared nowhere", line)
-            raise self.fail(
-                f"section [{parent}:children] names a group declared nowhere: {name!r}", line
-            )
+            section = f"[{name}:vars]" if state == "vars" else f"[{parent}:children]"
+            raise UndeclaredGroup(f"section {section}", name, f"{self.name}:{line}")
         return self.doc
 
     def _section(self, name: str, state: str) -> tuple[str, str]:
         if state not in ("hosts", "children", "vars"):
             raise self.fail(f"section [{name}:{state}] has an unknown type: {state!r}")
-        if state == "vars" and name not in self.declared and name not in ("all", "ungrouped"):
+        if state == "vars" and name not in BUILTIN_GROUPS and not self._exists(name):
             self.pending.setdefault(name, (self.line, state, ""))
         else:
             self.declared.add(name)
             self.pending.pop(name, None)
         self.group(name)
         return name, state
+
+    def _exists(self, group: str) -> bool:
+        return group in self.declared or group in self.known
 
     def _hosts(self, group: str, line: str) -> None:
         try:
@@ -171,7 +191,7 @@ class _Reader:
         if not named:
             raise self.fail(f"expected a group name, got {line!r}")
         child = named.group(1)
-        if child not in self.declared:
+        if child in BUILTIN_GROUPS or not self._exists(child):
             self.pending.setdefault(child, (self.line, "children", group))
         self.put(self.part(group, "children"), child, None)
 

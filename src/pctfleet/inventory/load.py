@@ -4,6 +4,7 @@ keys), YAML text or data, or the `--host`/`--ct` command-line options."""
 from __future__ import annotations
 
 import os
+from collections import abc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from pctfleet.heap import fewer_collections
 from pctfleet.inventory.ansible import ANSIBLE_CONNECTION_VARS, ANSIBLE_GROUP_KEYS, parse_ansible
 from pctfleet.inventory.checks import CTID_HELP, Src, check_address, check_ctid, expand_path
 from pctfleet.inventory.discover import DiscoveryError, failures, read_nodes
-from pctfleet.inventory.ini import ini_document, looks_like_ini
+from pctfleet.inventory.ini import UndeclaredGroup, ini_document, looks_like_ini
 from pctfleet.inventory.model import Container, Inventory, Node
 from pctfleet.inventory.native import NATIVE_KEYS, parse_native
 from pctfleet.inventory.varfiles import VarFiles, read_now
@@ -29,27 +30,36 @@ _SKIPPED_ENDINGS += (".orig", ".cfg", ".retry")
 _SKIPPED_NAMES = ("host_vars", "group_vars", "vars_plugins")
 
 
-def load_inventory(path: str | Path, playbook_dir: str | Path | None = None) -> Inventory:
+def load_inventory(
+    path: str | Path | Sequence[str | Path], playbook_dir: str | Path | None = None
+) -> Inventory:
     """Read a native or an Ansible inventory: a YAML file (the format detected from its
-    top keys), an Ansible INI file, or a folder of Ansible inventory files. The
-    group_vars/ and host_vars/ beside it (in a folder inventory: in it) count and,
-    given `playbook_dir`, those beside the playbook (see inventory.varfiles)."""
-    path = Path(path)
-    base = path if path.is_dir() else path.parent
-    folders = [base, *([playbook_dir] if playbook_dir is not None else [])]
+    top keys), an Ansible INI file, or a folder of Ansible inventory files. Several
+    paths (-i given more than once) are read in order as one Ansible inventory, as
+    ansible-core reads several sources. The group_vars/ and host_vars/ beside each
+    (in a folder inventory: in it) count and, given `playbook_dir`, those beside the
+    playbook (see inventory.varfiles)."""
+    sources = [Path(path)] if isinstance(path, str | Path) else [Path(p) for p in path]
+    if not sources:
+        raise InventoryError("no inventory given")
+    # ansible-core's vars plugins read each source's folder, later sources winning.
+    bases = [p if p.is_dir() else p.parent for p in sources]
+    folders = [*bases, *([playbook_dir] if playbook_dir is not None else [])]
     with fewer_collections():  # a fleet's nodes and containers are built in one go
-        if path.is_dir():
-            inv = _folder_inventory(path, folders)
+        if len(sources) == 1 and not sources[0].is_dir():
+            inv = inventory_from_data(read_inventory_file(sources[0]), str(sources[0]), folders)
         else:
-            inv = inventory_from_data(read_inventory_file(path), str(path), folders)
+            inv = _merged_inventory(sources, folders)
+    inv.sources = [str(p) for p in sources]  # ansible_inventory_sources: each -i, in order
     read_now(inv)
     return inv
 
 
-def read_inventory_file(path: Path) -> Any:
+def read_inventory_file(path: Path, known_groups: abc.Container[str] = ()) -> Any:
     """One inventory file's document: YAML (the native or Ansible format), else
     Ansible's INI (a file that is no YAML mapping and reads as INI, or is named .ini).
-    The YAML is parsed once, whichever it turns out to be."""
+    The YAML is parsed once, whichever it turns out to be. `known_groups`: those the
+    sources read before it declared (an INI file's `:vars` and `:children` may name them)."""
     text, name = read_text(path), str(path)
     if vault.is_vaulted(text) and looks_like_ini(vault.decrypt(text, name)):
         raise InventoryError("a vault-encrypted INI inventory is not supported", where=name)
@@ -61,7 +71,7 @@ def read_inventory_file(path: Path) -> Any:
     ini = suffix == ".ini" or looks_like_ini(text)
     yaml_only = suffix in YAML_SUFFIXES or vault.is_vaulted(text)
     if ini and not yaml_only and not isinstance(doc, YamlMap):
-        return ini_document(text, name)
+        return ini_document(text, name, known_groups)
     if problem is not None:
         raise problem
     if doc is None:
@@ -69,23 +79,88 @@ def read_inventory_file(path: Path) -> Any:
     return doc
 
 
-def _folder_inventory(folder: Path, var_folders: Sequence[Path | str]) -> Inventory:
-    """Every inventory file in `folder` (as Ansible lists them), read as one Ansible
-    inventory; a file holding a native inventory is refused."""
-    docs = []
-    for path in folder_files(folder):
-        doc = read_inventory_file(path)
-        if not isinstance(doc, YamlMap) or not _looks_like_ansible(doc):
-            raise InventoryError(
-                "a folder inventory holds Ansible inventories (YAML or INI) only",
-                where=str(path),
-            )
+def _merged_inventory(sources: Sequence[Path], var_folders: Sequence[Path | str]) -> Inventory:
+    """Every file of `sources` (a folder: its inventory files, as Ansible lists them),
+    in order, read as one Ansible inventory; a native inventory is refused, as a
+    source of several or in a folder: it has no way to merge with another."""
+    files = [(path, source) for source in sources for path in _source_files(source)]
+    docs: list[YamlMap] = []
+    known: set[str] = set()  # as ansible-core: the groups of the sources read so far
+    for index, (path, source) in enumerate(files):
+        try:
+            doc = read_inventory_file(path, known)
+        except UndeclaredGroup as exc:
+            raise _declared_later(exc, files[index + 1 :]) from None
+        # Anything else is read as Ansible's: its mistakes are reported as such.
+        if not isinstance(doc, YamlMap) or not doc or any(key in NATIVE_KEYS for key in doc):
+            raise InventoryError(_not_merged(doc, source), where=str(path))
+        known.update(group_names(doc))
         docs.append(doc)
-    if not docs:
-        raise InventoryError("no inventory file in this folder", where=str(folder))
-    src = Src(str(folder))
+    src = Src(", ".join(map(str, sources)))
     src.var_files = var_files(var_folders, ANSIBLE_CONNECTION_VARS)
     return parse_ansible(docs, src, ansiblecfg.read().login)
+
+
+def _not_merged(doc: Any, source: Path) -> str:
+    if source.is_dir():
+        return "a folder inventory holds Ansible inventories (YAML or INI) only"
+    if isinstance(doc, YamlMap) and doc:
+        return "a native inventory is read alone (one -i): several -i merge Ansible ones only"
+    return f"not an Ansible inventory (YAML or INI): got {brief(doc)}"
+
+
+def _source_files(source: Path) -> list[Path]:
+    if not source.is_dir():
+        return [source]
+    found = folder_files(source)
+    if not found:
+        raise InventoryError("no inventory file in this folder", where=str(source))
+    return found
+
+
+def _declared_later(exc: UndeclaredGroup, later: Sequence[tuple[Path, Path]]) -> InventoryError:
+    """`exc`, saying which later source declares its group where one does: ansible-core
+    reads sources in order, so the file must come after it (a later name, a later -i)."""
+    for path, _ in later:
+        try:
+            doc = read_inventory_file(path, _ANY_GROUP)
+        except InputError:
+            continue
+        if isinstance(doc, YamlMap) and exc.group in group_names(doc):
+            return InventoryError(
+                f"{exc.section} names group {exc.group!r}, declared only by {path}, which "
+                "is read later: Ansible reads inventory sources in order (it skips this "
+                "file); let the declaring file come first",
+                where=exc.where,
+            )
+    return exc
+
+
+class _AnyGroup:
+    """Every group name, to read a source whatever the others declare."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+_ANY_GROUP = _AnyGroup()
+
+
+def group_names(doc: YamlMap) -> set[str]:
+    """The groups an Ansible inventory document declares: its top keys and, under
+    them, every group named in `children`."""
+    found: set[str] = set()
+    pending = [doc]
+    while pending:
+        level = pending.pop()
+        for name, body in level.items():
+            if not isinstance(name, str) or name in found:
+                continue
+            found.add(name)
+            children = body.get("children") if isinstance(body, YamlMap) else None
+            if isinstance(children, YamlMap):
+                pending.append(children)
+    return found
 
 
 def folder_files(folder: Path) -> list[Path]:
@@ -131,14 +206,16 @@ def with_var_files(inv: Inventory, folders: Sequence[str | Path]) -> Inventory:
 
 
 def var_files(folders: Sequence[str | Path], hidden: Any = ()) -> list[VarFiles]:
-    """A VarFiles for each folder that has group_vars/ or host_vars/, each folder once
-    (a playbook beside its inventory: its files are read once, as reading them twice
-    would give the same variables)."""
+    """A VarFiles for each folder that has group_vars/ or host_vars/, each folder once,
+    where it comes last (a playbook beside its inventory, two sources in one folder):
+    ansible-core reads it at each place, and the last reading wins over whatever
+    came between, so the earlier ones change nothing."""
     out: dict[str, VarFiles] = {}
     for folder in folders:
         files = VarFiles(folder, hidden)
         if not files.empty:
-            out.setdefault(files.base, files)
+            out.pop(files.base, None)
+            out[files.base] = files
     return list(out.values())
 
 

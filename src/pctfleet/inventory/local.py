@@ -10,6 +10,7 @@ Every play runs on it, whatever the play's `hosts:` says.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pctfleet.inventory.model import Container, Inventory, Node
 
@@ -25,7 +26,10 @@ class LocalNode(Node):
 class LocalInventory(Inventory):
     """One host, this machine; any `hosts:` pattern selects it."""
 
-    def select(self, limit: str | None) -> list[Container]:
+    def select(self, limit: Any) -> list[Container]:
+        return list(self.containers)
+
+    def matching(self, pattern: Any, *, files: bool = False) -> list[Container]:
         return list(self.containers)
 
 

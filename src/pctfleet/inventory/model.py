@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pctfleet.errors import EmptySelection
 from pctfleet.inventory.limit import Host, match_limit
 
 
@@ -114,18 +115,26 @@ class Inventory:
         """The container with key `node/ctid`, or None."""
         return self._by_key.get(key)
 
-    def select(self, limit: str | None) -> list[Container]:
-        """Containers matching an Ansible-like pattern, in inventory order.
-
-        `gpu,pve2,!pve2/201` or `gpu:&pve1`. Terms: `all`/`*`, a group, a node,
-        `node/ctid`, a container name, a bare ctid, or a glob of any of these.
-        `!term` removes, `&term` intersects. An unknown term is an error.
-        """
-        if limit is None or not limit.strip():
+    def select(self, limit: str | Sequence[Any] | None) -> list[Container]:
+        """The containers --limit selects, in inventory order: an Ansible host pattern
+        (`gpu,!canary`, `gpu:&pve1`, `gpu-*`, `~gpu-0[12]`, `gpu[0]`; see
+        `inventory.limit`), where `@FILE` stands for the file's lines. An unknown term
+        is an InventoryError; a pattern that leaves none of the containers is an
+        EmptySelection, as ansible-playbook refuses a --limit that leaves no host."""
+        if limit is None or (isinstance(limit, str) and not limit.strip()):
             return list(self.containers)
-        hosts = [Host(c.key, c.name, c.ctid, c.node.name) for c in self.containers]
-        members = {name: g.members for name, g in self.groups.items()}
-        chosen = match_limit(limit, hosts, members, self.nodes, self.source)
+        chosen = self.matching(limit, files=True)
+        if not chosen and self.containers:
+            raise EmptySelection(
+                f"--limit {limit!r} leaves no container to target in {self.source}"
+            )
+        return chosen
+
+    def matching(self, pattern: str | Sequence[Any], *, files: bool = False) -> list[Container]:
+        """The containers a host pattern (a play's `hosts:`, a string or a list of them)
+        matches, in inventory order; none is an answer, as a play may match no host."""
+        hosts = [Host(c.key, c.host, c.ctid, c.node.name, c.name) for c in self.containers]
+        chosen = match_limit(pattern, hosts, self.groups, self.nodes, self.source, files=files)
         return [c for c in self.containers if c.key in chosen]
 
     def vars_for(

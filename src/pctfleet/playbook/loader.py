@@ -234,7 +234,7 @@ class Handler(Task):
 @dataclass(frozen=True)
 class Play:
     name: str
-    hosts: str = "all"
+    hosts: tuple[str, ...] = ("all",)  # patterns, a `hosts:` list item each
     vars: dict[str, Any] = field(default_factory=dict)
     tasks: list[Task | Block] = field(default_factory=list)
     handlers: list[Handler] = field(default_factory=list)
@@ -1050,12 +1050,15 @@ def _check_play_keys(m: YamlMap, ctx: str) -> None:
             )
 
 
-def _hosts(m: YamlMap, ctx: str) -> str:
-    words = _str_list(m, "hosts", ctx)
-    hosts = ",".join(w.strip() for w in words if w.strip())
-    if "hosts" in m and not hosts:
+def _hosts(m: YamlMap, ctx: str) -> tuple[str, ...]:
+    """The play's host patterns, a list item each: ansible-core splits each item apart,
+    so `["gpu:!b", a]` is gpu and a without b. A template is rendered as the run
+    starts (run.playbookrun.play_patterns)."""
+    words = tuple(w.strip() for w in _str_list(m, "hosts", ctx) if w.strip())
+    if "hosts" in m and not words:
         raise _fail("'hosts' must be a non-empty pattern", m, "hosts", ctx)
-    return hosts or "all"
+    _check_jinja(list(words), m, "hosts", ctx)
+    return words or ("all",)
 
 
 def _vars_files(reader: _Reader, m: YamlMap, ctx: str) -> tuple[dict, PlayVarsFiles | None]:

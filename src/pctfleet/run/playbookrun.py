@@ -259,7 +259,7 @@ def prepare(request: RunRequest) -> PreparedRun:
 def _prepare(request: RunRequest) -> PreparedRun:
     book = load_playbook(request.playbook, known_args(), request.options.roles_path)
     request.options.base_dir = str(Path(request.playbook).resolve().parent)
-    plays = [(play, _play_containers(request, play)) for play in book.plays]
+    plays = [(play, _play_containers(request, play, book.warnings)) for play in book.plays]
     later: dict[str, Any] = {}  # a container's facts and results live on in later plays
     for play, containers in plays:
         tasks = select_tasks(
@@ -361,9 +361,52 @@ def execute_journaled(
         journal.close()
 
 
-def _play_containers(request: RunRequest, play: Any) -> list:
-    chosen = {c.key for c in request.inventory.select(play.hosts or "all")}
-    return [c for c in request.containers if c.key in chosen]
+def _play_containers(request: RunRequest, play: Any, warnings: list[str]) -> list:
+    chosen = {c.key for c in request.inventory.matching(play_patterns(request, play))}
+    containers = [c for c in request.containers if c.key in chosen]
+    if not containers:  # ansible-playbook's "skipping: no hosts matched"
+        warnings.append(f"{play.loc}: play {play.name!r}: no selected container matches "
+                        f"its hosts {', '.join(play.hosts)!r}: skipped")  # fmt: skip
+    return containers
+
+
+# Known to ansible-core only once a host is: not when it renders a play's `hosts:`.
+_HOST_LATER = ("hostvars", "inventory_dir", "inventory_file", "ansible_inventory_sources")
+
+
+def play_patterns(request: RunRequest, play: Any) -> list[str]:
+    """The play's `hosts:` patterns, a template rendered as ansible-core renders it
+    before the play has hosts (measured, 2.19): with -e, the play's vars, vars_files
+    and roles' vars and defaults, and the magic variables no host is needed for
+    (groups, ansible_play_hosts, playbook_dir, ...). No inventory variable is known
+    then, not even `all`'s: a name only the inventory defines is an error, as there.
+    A template may give a list: each item is a pattern."""
+    if not any("{{" in item or "{%" in item for item in play.hosts):
+        return list(play.hosts)
+    magic = play_magic(request, play, request.containers).shared
+    variables = {
+        **(play.defaults or {}),
+        **play.vars,
+        **(request.options.extra_vars or {}),
+        **{name: value for name, value in magic.items() if name not in _HOST_LATER},
+    }
+    where = f"{play.loc}: play {play.name!r}: 'hosts'"
+    try:
+        rendered = render(list(play.hosts), variables, where=where)
+    except UndefinedVariable as exc:
+        raise UndefinedVariable(
+            f"{exc.message} (hosts: is rendered before the play starts, with -e, the "
+            "play's vars and vars_files and magic variables such as groups; no "
+            "inventory variable is known then)",
+            detail=exc.detail,
+        ) from None
+    return [str(item) for item in _flat(rendered) if str(item).strip()]
+
+
+def _flat(value: Any) -> list:
+    if isinstance(value, list | tuple):
+        return [leaf for item in value for leaf in _flat(item)]
+    return [value]
 
 
 def in_step(play: Any, tasks: list) -> bool:
