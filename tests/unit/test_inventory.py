@@ -547,3 +547,24 @@ def test_loaded_vars_are_plain_data_and_alias_loops_are_errors(tmp_path):
 def test_ssh_options_take_only_what_the_transport_applies(tmp_path, option, expected):
     text = f"nodes:\n  pve1:\n    ssh_options:\n      {option}\n"
     assert error(tmp_path, text).startswith(expected)
+
+
+def test_connection_variables_may_be_templates_of_the_host_s_variables(tmp_path):
+    # As ansible-core renders them (measured): the node's address, the ctid, a key path.
+    (tmp_path / "inv.yml").write_text(
+        "all:\n"
+        "  vars: {pve_addr: 192.0.2.10, base: 200}\n"
+        "  hosts:\n"
+        "    a: {proxmox_vmid: '{{ base + 1 }}', ansible_host: '{{pve_addr}}',\n"
+        "        ansible_ssh_private_key_file: '{{ inventory_dir }}/keys/pve'}\n"
+    )
+    (container,) = load_inventory(tmp_path / "inv.yml").containers
+    assert (container.node.address, container.ctid) == ("192.0.2.10", 201)
+    assert container.node.identity == str(tmp_path / "keys" / "pve")
+    (tmp_path / "bad.yml").write_text(
+        "all:\n  hosts:\n    a: {proxmox_vmid: 200, ansible_host: '{{ nope }}'}\n"
+    )
+    with pytest.raises(
+        InventoryError, match=r"bad.yml:3: host 'a': ansible_host: undefined variable 'nope'"
+    ):
+        load_inventory(tmp_path / "bad.yml")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from pctfleet.ansiblecfg import NodeLogin
-from pctfleet.errors import InventoryError, brief
+from pctfleet.errors import InputError, InventoryError, brief
 from pctfleet.inventory.checks import (
     CTID_HELP,
     Src,
@@ -194,7 +195,7 @@ def _ansible_container(
 ) -> Container:
     ctx = f"host {host.name!r}"
     named = {field_: var for var, field_ in ANSIBLE_CONNECTION_VARS.items() if var in hv}
-    conn = {field_: hv[var] for field_, var in named.items()}
+    conn = {field_: _rendered(hv, var, host, src) for field_, var in named.items()}
     ctid = check_ctid(conn["ctid"])
     if ctid is None:
         raise InventoryError(
@@ -209,6 +210,30 @@ def _ansible_container(
             where=host.where,
         )
     return Container(known, ctid, host.name, vars=_strip_connection(host.vars), host=host.name)
+
+
+def _rendered(hv: Mapping[str, Any], var: str, host: _AnsibleHost, src: Src) -> Any:
+    """A connection variable, its template rendered with the host's variables as
+    ansible-core renders it (`ansible_host: "{{ pve_addr }}"`)."""
+    value = hv[var]
+    if not isinstance(value, str) or "{{" not in value:
+        return value
+    from pctfleet.playbook.templating import render  # only an inventory with templates
+
+    name = host.name
+    scope = {**hv, "inventory_hostname": name, "inventory_hostname_short": name.split(".")[0]}
+    place = Path(src.name)
+    if place.is_file():
+        scope |= {
+            "inventory_file": str(place.absolute()),
+            "inventory_dir": str(place.absolute().parent),
+        }
+    elif place.is_dir():
+        scope["inventory_dir"] = str(place.absolute())
+    try:
+        return render(value, scope, where=f"host {name!r}: {var}")
+    except InputError as exc:
+        raise InventoryError(str(exc), where=host.where) from None
 
 
 def _ansible_node(
