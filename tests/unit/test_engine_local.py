@@ -239,3 +239,15 @@ def test_an_ignored_failure_with_no_log_still_counts_as_changed_in_the_recap(tmp
     counted = [word for task in run.tasks for word in task.recap()]
     assert counted.count("changed") == 2
     assert run.tasks[0].msg == "output hidden (no_log: true)"
+
+
+def test_a_keyword_template_may_read_a_result_registered_before_it(tmp_path):
+    tasks = (
+        "    - {command: echo yes, register: r, changed_when: false}\n"
+        f"    - copy: {{content: x, dest: '{tmp_path}/late.txt'}}\n"
+        "      diff: \"{{ r.stdout == 'yes' }}\"\n"
+        "      check_mode: \"{{ r.stdout == 'no' }}\"\n"
+    )
+    run = _ran(tmp_path, tasks)
+    assert [t.status for t in run.tasks] == ["ok", "changed"], run.message
+    assert (tmp_path / "late.txt").read_text() == "x"

@@ -826,9 +826,10 @@ class ContainerEngine:
                 if task.when and not condition(task.when, scope, where=task.loc):
                     continue
                 args = self._args(task, task.loc, scope)
+                diff = self._modes(task)[1]  # a templated `diff` may read a later result too
             except Exception:  # noqa: BLE001 - depends on a later result: probe it when reached
                 continue
-            snippet = self._snippet(module, args, self._modes(task)[1])
+            snippet = self._snippet(module, args, diff)
             if snippet:
                 out[key] = snippet
         return out
