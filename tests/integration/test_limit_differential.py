@@ -6,8 +6,9 @@ selections that leave nothing) through `ansible all --list-hosts`.
 Where Ansible matches nothing it warns and goes on; pctfleet refuses a term that
 names nothing: that error counts as "nothing" here (tests/unit/test_limit.py checks
 the errors, and pctfleet's own exact terms Ansible has no name for). Hosts are
-compared as sets: the order a run takes is the inventory's. Ansible's answers are
-kept by their inputs (tests/integration/differ.py).
+compared in order: a play's is its `ansible_play_hosts_all` (the order its `serial`
+batches and `run_once` follow), a --limit's what `ansible --list-hosts` lists.
+Ansible's answers are kept by their inputs (tests/integration/differ.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pctfleet.run.engine import RunOptions
 from pctfleet.run.playbookrun import RunRequest, play_patterns
 from pctfleet.transport.options import ConnectOptions
 
-CALL = 1  # bump when how Ansible is called here changes
+CALL = 2  # bump when how Ansible is called here changes
 INI = (Path(__file__).resolve().parents[1] / "patterns/hosts.ini").read_text()
 PATTERNS = [
     "all", "*", "*1", "*.prod.example.com", "api.*", "a*", "al*", "?t*", "*example.com",
@@ -56,14 +57,31 @@ LIMITS = [
     "*1", "gpu[1:]", "~api",
 ]  # fmt: skip
 RETRY = "gpu-1\n\n  rack  \n!ct12\n"
+# Where the order alone differs from the inventory's: (inventory, a play's hosts).
+_AB = "a proxmox_vmid=200 ansible_host=192.0.2.10\nb proxmox_vmid=201 ansible_host=192.0.2.10\n"
+ORDERS = [
+    (f"[pve1]\n{_AB}[canary]\nb\n", "canary:pve1"),  # the terms' order: b first
+    (f"[pve1]\n{_AB}[canary]\nb\n", "pve1:canary"),
+    (f"[pve1]\n{_AB}[canary]\nb\n", "canary:pve1:&pve1"),
+    (f"[pve1]\n{_AB}[canary]\nb\n", "b:a"),
+    # a group's own hosts before its children's
+    ("[pve1]\na proxmox_vmid=200 ansible_host=192.0.2.10\n[gpu]\n"
+     "b proxmox_vmid=201 ansible_host=192.0.2.10\n[gpu:children]\npve1\n", "gpu"),
+    # all: its children in order, their own hosts first, then deeper
+    ("[pve1]\na proxmox_vmid=200 ansible_host=192.0.2.10\n[pve2]\n"
+     "b proxmox_vmid=201 ansible_host=192.0.2.10\n[gpu:children]\npve1\n", "all"),
+]  # fmt: skip
 
 
 def _book() -> list[dict]:
     plays = [{"hosts": pattern} for pattern in PATTERNS] + TEMPLATED
     return [
-        {"name": f"p{i}", **play, "gather_facts": False, "tasks": [{"debug": {"msg": "x"}}]}
+        {"name": f"p{i}", **play, "gather_facts": False, "tasks": [_PLAY_HOSTS]}
         for i, play in enumerate(plays)
     ]
+
+
+_PLAY_HOSTS = {"debug": {"msg": "{{ ansible_play_hosts_all | join(',') }}"}, "run_once": True}
 
 
 def _write(work: Path) -> None:
@@ -78,9 +96,10 @@ def _env(work: Path) -> dict[str, str]:
     return env | {"HOME": str(work), "ANSIBLE_DEPRECATION_WARNINGS": "False"}
 
 
-def _ansible(work: Path) -> dict:
+def _play_hosts(work: Path, inventory: str, book: str) -> dict[str, list[str]]:
+    """Each play's `ansible_play_hosts_all`, in order (--list-hosts sorts them)."""
     venv = differ.ansible_env.ensure_venv()
-    argv = [str(venv / "bin/ansible-playbook"), "-i", "hosts.ini", "site.yml", "--list-hosts"]
+    argv = [str(venv / "bin/ansible-playbook"), "-i", inventory, book, "-c", "local"]
     done = subprocess.run(
         [*argv, *EXTRA], capture_output=True, text=True, env=_env(work), cwd=work, timeout=300
     )
@@ -88,18 +107,25 @@ def _ansible(work: Path) -> dict:
     plays: dict[str, list[str]] = {}
     current = None
     for line in done.stdout.splitlines():
-        header = re.match(r"^  play #\d+ \(.*\): (p\d+)\tTAGS: ", line)
+        header = re.match(r"^PLAY \[(p\d+)\] ", line)
+        listed = re.match(r'^    "msg": "(.*)"$', line)
         if header:
             current = plays.setdefault(header.group(1), [])
-        elif line.startswith("      ") and current is not None:
-            current.append(line.strip())
+        elif listed and current == []:  # with `serial`, once a batch: the first is all
+            current += listed.group(1).split(",")
+    return plays
+
+
+def _ansible(work: Path) -> dict:
+    venv = differ.ansible_env.ensure_venv()
+    plays = _play_hosts(work, "hosts.ini", "site.yml")
     limits = {}
     for limit in LIMITS:
         argv = [str(venv / "bin/ansible"), "all", "-i", "hosts.ini", "--list-hosts", "-l", limit]
         run = subprocess.run(argv, capture_output=True, text=True, env=_env(work), cwd=work)
         listed = [line.strip() for line in run.stdout.splitlines() if line.startswith("    ")]
-        limits[limit] = {"rc": run.returncode, "hosts": sorted(listed)}
-    return {"plays": {name: sorted(hosts) for name, hosts in plays.items()}, "limits": limits}
+        limits[limit] = {"rc": run.returncode, "hosts": listed}
+    return {"plays": plays, "limits": limits}
 
 
 def _pctfleet(work: Path) -> dict:
@@ -117,11 +143,11 @@ def _pctfleet(work: Path) -> dict:
             chosen = inv.matching(play_patterns(request, play))
         except InventoryError:
             chosen = []
-        plays[play.name] = sorted(c.host for c in chosen)
+        plays[play.name] = [c.host for c in chosen]
     limits = {}
     for limit in LIMITS:
         try:
-            limits[limit] = {"rc": 0, "hosts": sorted(c.host for c in inv.select(limit))}
+            limits[limit] = {"rc": 0, "hosts": [c.host for c in inv.select(limit)]}
         except InputError:
             limits[limit] = {"rc": 1, "hosts": []}
     return {"plays": plays, "limits": limits}
@@ -135,6 +161,7 @@ def test_host_patterns_select_what_ansible_selects(tmp_path, monkeypatch):
     ours = _pctfleet(tmp_path)
     assert len(theirs["plays"]) == len(PATTERNS) + len(TEMPLATED)  # Ansible listed them all
     assert theirs["limits"]["*1"] == {"rc": 0, "hosts": ["gpu-1"]}
+    assert theirs["plays"]["p0"][:2] == ["solo", "ct02"]  # all: ungrouped, then ct03's
     named = {f"p{i}": pattern for i, pattern in enumerate(PATTERNS)}
     differs = {
         named.get(name, name): (theirs["plays"][name], ours["plays"][name])
@@ -143,3 +170,23 @@ def test_host_patterns_select_what_ansible_selects(tmp_path, monkeypatch):
     }
     assert differs == {}, "hosts: Ansible vs pctfleet"
     assert ours["limits"] == theirs["limits"]
+
+
+def _ordered(work: Path) -> dict[str, list[str]]:
+    for i, (ini, pattern) in enumerate(ORDERS):
+        (work / f"o{i}.ini").write_text(ini)
+        play = {"name": f"p{i}", "hosts": pattern, "serial": 1, "gather_facts": False}
+        (work / f"o{i}.yml").write_text(json.dumps([{**play, "tasks": [_PLAY_HOSTS]}]))
+    return {
+        f"p{i}": _play_hosts(work, f"o{i}.ini", f"o{i}.yml")[f"p{i}"] for i in range(len(ORDERS))
+    }
+
+
+def test_a_play_s_hosts_come_in_ansible_s_order(tmp_path):
+    theirs = differ.cached("play-order", [CALL, ORDERS], lambda: _ordered(tmp_path))
+    assert theirs["p0"] == ["b", "a"]  # measured: the canary first
+    ours = {}
+    for i, (ini, pattern) in enumerate(ORDERS):
+        (tmp_path / f"o{i}.ini").write_text(ini)
+        ours[f"p{i}"] = [c.host for c in load_inventory(tmp_path / f"o{i}.ini").matching(pattern)]
+    assert ours == theirs

@@ -38,7 +38,8 @@ def inv(inv_path: Path):  # noqa: ANN201
     return load_inventory(inv_path)
 
 
-EVERY = ["solo", "gpu-1", "gpu-2", "ct03", "ct02", "ct12", "api.prod.example.com",
+# ansible-core's `all` (measured): ungrouped, the top groups' own hosts, then deeper.
+EVERY = ["solo", "ct02", "gpu-1", "gpu-2", "ct03", "ct12", "api.prod.example.com",
          "api.dev.example.com"]  # fmt: skip
 
 
@@ -176,7 +177,7 @@ def test_patterns_split_as_ansible_splits_them(pattern, terms):
 
 
 def test_a_hosts_list_item_keeps_its_own_separators(inv):
-    assert hosts(inv.matching(["rack:!ct12", "gpu-1"])) == ["gpu-1", "ct02"]
+    assert hosts(inv.matching(["rack:!ct12", "gpu-1"])) == ["ct02", "gpu-1"]
     # `!` reaches every item, as ansible-core orders the terms
     assert hosts(inv.matching(["gpu-1", "rack:!gpu-1"])) == ["ct02", "ct12"]
 
@@ -192,9 +193,9 @@ def test_a_host_port_term_says_how_to_separate(inv):
 def test_a_limit_file_gives_a_pattern_a_line(inv, tmp_path, monkeypatch):
     (tmp_path / "site.retry").write_text("gpu-1\n\n  rack  \n!ct12\n")
     monkeypatch.chdir(tmp_path)
-    assert hosts(inv.select("@site.retry")) == ["gpu-1", "ct02"]
+    assert hosts(inv.select("@site.retry")) == ["ct02", "gpu-1"]
     assert hosts(inv.select(f"@{tmp_path / 'site.retry'},prod")) == [
-        "gpu-1", "ct02", "api.prod.example.com",
+        "ct02", "gpu-1", "api.prod.example.com",
     ]  # fmt: skip
     # a play's hosts: has no limit files
     with pytest.raises(InventoryError, match="'@site.retry' matches no"):
@@ -328,7 +329,7 @@ def test_templated_hosts_render_with_extra_play_vars_and_magic(tmp_path, inv):
         ["api.dev.example.com"],
         ["gpu-1", "gpu-2"],
         ["ct02"],
-        ["gpu-1", "ct02"],
+        ["ct02", "gpu-1"],
     ]
 
 
@@ -373,3 +374,63 @@ def test_a_hosts_subscript_counts_the_inventory_not_the_selection(tmp_path, inv)
     book = "- hosts: rack[0]\n  tasks: []\n- hosts: rack[-1]\n  tasks: []\n"
     found, _ = plays(tmp_path, inv, book, limit="ct12")
     assert found == [[], ["ct12"]]  # rack[0] is ct02, outside --limit: as ansible-playbook
+
+
+# ---------------------------------------------------------------- order
+
+
+_AB = "a proxmox_vmid=200 ansible_host=192.0.2.10\nb proxmox_vmid=201 ansible_host=192.0.2.10\n"
+CANARY = f"[pve1]\n{_AB}[canary]\nb\n"
+OWN_FIRST = (
+    "[pve1]\na proxmox_vmid=200 ansible_host=192.0.2.10\n"
+    "[gpu]\nb proxmox_vmid=201 ansible_host=192.0.2.10\n[gpu:children]\npve1\n"
+)
+NESTED = (
+    "[pve1]\na proxmox_vmid=200 ansible_host=192.0.2.10\n"
+    "[pve2]\nb proxmox_vmid=201 ansible_host=192.0.2.10\n[gpu:children]\npve1\n"
+)
+SERIAL = "- hosts: {}\n  serial: 1\n  gather_facts: false\n  tasks: [{{debug: {{msg: x}}}}]\n"
+
+
+def _inv(tmp_path: Path, text: str):  # noqa: ANN202
+    (tmp_path / "hosts.ini").write_text(text)
+    return load_inventory(tmp_path / "hosts.ini")
+
+
+def test_a_play_s_hosts_come_in_ansible_s_order(tmp_path):
+    # measured (ansible-core 2.19, ansible_play_hosts_all and serial: 1 batches)
+    assert plays(tmp_path, _inv(tmp_path, CANARY), SERIAL.format('"canary:pve1"'))[0] == [
+        ["b", "a"]
+    ]
+    # the play's order, not the --limit's (`all`'s: a, b)
+    found, _ = plays(tmp_path, _inv(tmp_path, CANARY), SERIAL.format("canary:pve1"), "pve1")
+    assert found == [["b", "a"]]
+    assert plays(tmp_path, _inv(tmp_path, OWN_FIRST), SERIAL.format("gpu"))[0] == [["b", "a"]]
+    assert plays(tmp_path, _inv(tmp_path, NESTED), SERIAL.format("all"))[0] == [["b", "a"]]
+
+
+def test_a_limit_selects_in_the_all_group_s_order(tmp_path):
+    inv = _inv(tmp_path, NESTED)
+    # `ansible all --list-hosts -l a,b`: b, a (pve2 is all's child, pve1 gpu's)
+    assert hosts(inv.select("a,b")) == hosts(inv.select(None)) == ["b", "a"]
+    assert hosts(_inv(tmp_path, CANARY).select("b,a")) == ["a", "b"]
+
+
+def test_the_groups_variable_lists_hosts_in_ansible_s_order(tmp_path):
+    from pctfleet.playbook.magic import groups
+
+    assert groups(_inv(tmp_path, OWN_FIRST)) == {
+        "all": ["b", "a"], "ungrouped": [], "pve1": ["a"], "gpu": ["b", "a"],
+    }  # fmt: skip
+    assert groups(_inv(tmp_path, NESTED))["all"] == ["b", "a"]
+
+
+def test_a_native_inventory_keeps_its_order(tmp_path):
+    (tmp_path / "fleet.yml").write_text(
+        "nodes: {pve1: {containers: [200, 201]}, pve2: {containers: [300]}}\n"
+        "groups: {gpu: {containers: [pve2/300, pve1/201]}}\n"
+    )
+    inv = load_inventory(tmp_path / "fleet.yml")
+    keys = ["pve1/201", "pve2/300"]
+    assert [c.key for c in inv.matching("pve2/300:gpu")] == keys
+    assert [c.key for c in inv.select("pve2/300,gpu")] == keys

@@ -54,14 +54,20 @@ def match_limit(
     source: str,
     *,
     files: bool = True,
-) -> set[str]:
+    walk: bool = False,
+) -> list[str]:
     """Keys of the `hosts` that `pattern` selects: a string, or a list whose items are
     patterns (a play's `hosts:` list). `groups` maps a name to its Group (`members`,
     closed over `children`). With `files`, a term `@FILE` stands for the lines of FILE,
     one pattern a line (`--limit @site.retry`). An unknown term is an error naming
-    `source`."""
+    `source`.
+
+    In an Ansible inventory the keys come in ansible-core's order: the terms' (each
+    plain term adds what it matches, in its own order; `&` and `!` terms filter), or
+    with `walk` the `all` group's (`ansible_order`), as ansible-core filters its host
+    list by a --limit. In a native inventory they keep the order of `hosts`."""
     terms, origin = expand_files(split_pattern(pattern)) if files else (split_pattern(pattern), {})
-    return _Patterns(hosts, groups, nodes, source, origin).select(terms)
+    return _Patterns(hosts, groups, nodes, source, origin).select(terms, walk)
 
 
 def split_pattern(pattern: str | Sequence[Any]) -> list[str]:
@@ -215,7 +221,7 @@ class _Patterns:
             for n in names:
                 self.by_name.setdefault(n, []).append(key)
 
-    def select(self, terms: Sequence[str]) -> set[str]:
+    def select(self, terms: Sequence[str], walk: bool = False) -> list[str]:
         terms = [t for t in terms if t and t not in ("!", "&")]
         plain = [t for t in terms if t[0] not in "!&"] or ["all"]
         both = [t for t in terms if t[0] == "&"]
@@ -225,26 +231,27 @@ class _Patterns:
                 chosen.update(dict.fromkeys(self.by_name[term]))
                 continue
             that = self._term(term)
-            if term[0] == "!":
-                chosen = {k: None for k in chosen if k not in that}
-            elif term[0] == "&":
-                chosen = {k: None for k in chosen if k in that}
+            if term[0] in "!&":
+                hits = set(that)
+                chosen = {k: None for k in chosen if (k in hits) == (term[0] == "&")}
             else:
                 chosen.update(dict.fromkeys(that))
-        return set(chosen)
+        if walk or not self.named:  # a native inventory's `all` is its order
+            return [k for k in self.groups["all"] if k in chosen]
+        return list(chosen)
 
-    def _term(self, term: str) -> set[str]:
+    def _term(self, term: str) -> list[str]:
         text = term[1:] if term[0] in "!&" else term
         expr, index = (text, None) if text.startswith("~") else _subscript(text)
         matched, found = self._enumerate(expr)
         if index is not None and found:
             found = self._slice(found, index, text)
         if found or matched:
-            return set(found)
+            return found
         exact = self._exact(text)
         if exact is None:
             raise self._unknown(text)
-        return exact
+        return [k for k in self.keys if k in exact]
 
     def _enumerate(self, expr: str) -> tuple[list[str], list[str]]:
         """The groups `expr` names, and the hosts it matches in order (ansible-core's

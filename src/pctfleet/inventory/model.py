@@ -116,26 +116,37 @@ class Inventory:
         return self._by_key.get(key)
 
     def select(self, limit: str | Sequence[Any] | None) -> list[Container]:
-        """The containers --limit selects, in inventory order: an Ansible host pattern
-        (`gpu,!canary`, `gpu:&pve1`, `gpu-*`, `~gpu-0[12]`, `gpu[0]`; see
-        `inventory.limit`), where `@FILE` stands for the file's lines. An unknown term
-        is an InventoryError; a pattern that leaves none of the containers is an
-        EmptySelection, as ansible-playbook refuses a --limit that leaves no host."""
+        """The containers --limit selects, in ansible-core's order: the `all` group's
+        (its own hosts, then its children's, level by level; see
+        `inventory.limit.ansible_order`), inventory order in a native inventory. The
+        limit is an Ansible host pattern (`gpu,!canary`, `gpu:&pve1`, `gpu-*`,
+        `~gpu-0[12]`, `gpu[0]`; see `inventory.limit`), where `@FILE` stands for the
+        file's lines. An unknown term is an InventoryError; a pattern that leaves none
+        of the containers is an EmptySelection, as ansible-playbook refuses a --limit
+        that leaves no host."""
         if limit is None or (isinstance(limit, str) and not limit.strip()):
-            return list(self.containers)
-        chosen = self.matching(limit, files=True)
+            return self._match((), files=False, walk=True)  # no term: every container
+        chosen = self._match(limit, files=True, walk=True)
         if not chosen and self.containers:
             raise EmptySelection(
                 f"--limit {limit!r} leaves no container to target in {self.source}"
             )
         return chosen
 
-    def matching(self, pattern: str | Sequence[Any], *, files: bool = False) -> list[Container]:
+    def matching(self, pattern: str | Sequence[Any]) -> list[Container]:
         """The containers a host pattern (a play's `hosts:`, a string or a list of them)
-        matches, in inventory order; none is an answer, as a play may match no host."""
+        matches, in the order ansible-core gives a play's hosts: each plain term adds
+        the hosts it matches in its own order (a group: its own hosts, then its
+        children's), `&` and `!` terms filter; inventory order in a native inventory.
+        None is an answer, as a play may match no host."""
+        return self._match(pattern, files=False, walk=False)
+
+    def _match(self, pattern: str | Sequence[Any], *, files: bool, walk: bool) -> list[Container]:
         hosts = [Host(c.key, c.host, c.ctid, c.node.name, c.name) for c in self.containers]
-        chosen = match_limit(pattern, hosts, self.groups, self.nodes, self.source, files=files)
-        return [c for c in self.containers if c.key in chosen]
+        keys = match_limit(
+            pattern, hosts, self.groups, self.nodes, self.source, files=files, walk=walk
+        )
+        return [self._by_key[key] for key in keys]
 
     def vars_for(
         self, container: Container, extra_vars: Mapping[str, Any] | None = None

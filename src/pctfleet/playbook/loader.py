@@ -102,7 +102,7 @@ PLAY_KEYS_WARNED = {
     "strategy": "containers run as the linear strategy runs hosts",
     "gather_subset": "the facts read are a fixed subset (see docs/playbooks.md, Facts)",
     "gather_timeout": "facts are read with the play's first probe, under --timeout",
-    "order": "containers run in inventory order",
+    "order": "containers run in the order of the play's hosts pattern (order: inventory)",
 }
 IMPORT_MODULES = ("import_tasks", "import_role", "include_tasks", "include_role")
 DYNAMIC_MODULES = ("include_tasks", "include_role")

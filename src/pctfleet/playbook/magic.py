@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pctfleet.inventory.limit import ansible_order
 from pctfleet.playbook.templating import LazyVars, Public
 
 # A parameter rendered to this value is dropped, as Ansible does: `{{ x | default(omit) }}`.
@@ -94,8 +95,14 @@ def inventory_files(inventory: Any) -> dict[str, Any]:
 
 
 def groups(inventory: Any) -> dict[str, list[str]]:
-    """Group name -> member host names in inventory order, with `all` and `ungrouped`."""
+    """Group name -> member host names, with `all` and `ungrouped`: in an Ansible
+    inventory in ansible-core's order (a group's own hosts, then its children's, level
+    by level; `all` walked so), else in inventory order."""
     name_of = {c.key: c.inventory_hostname for c in inventory.containers}
+    if any(c.host for c in inventory.containers):
+        order = ansible_order(inventory.groups, list(name_of))
+        names = sorted(order, key=lambda name: (name != "all", name != "ungrouped"))
+        return {name: Public(name_of[k] for k in order[name] if k in name_of) for name in names}
     out = {"all": Public(name_of.values())}
     out["ungrouped"] = Public(c.inventory_hostname for c in inventory.containers if not c.groups)
     for name, group in inventory.groups.items():

@@ -362,8 +362,11 @@ def execute_journaled(
 
 
 def _play_containers(request: RunRequest, play: Any, warnings: list[str]) -> list:
-    chosen = {c.key for c in request.inventory.matching(play_patterns(request, play))}
-    containers = [c for c in request.containers if c.key in chosen]
+    # In the play's order, as ansible-core filters the play's hosts by the --limit: its
+    # `serial` batches and `run_once` follow the pattern, not the selection.
+    selected = {c.key: c for c in request.containers}
+    matched = request.inventory.matching(play_patterns(request, play))
+    containers = [selected[c.key] for c in matched if c.key in selected]
     if not containers:  # ansible-playbook's "skipping: no hosts matched"
         warnings.append(f"{play.loc}: play {play.name!r}: no selected container matches "
                         f"its hosts {', '.join(play.hosts)!r}: skipped")  # fmt: skip
