@@ -52,6 +52,19 @@ CASES = [
             " (fix: provision --tags links)",
         ),
     ),
+    (  # a visible driver: the stub must be its libcuda, not the symbol-less fallback
+        verdict_links,
+        {
+            "links": "cuda_home=/cuda\ndir:lib64=1\nfile:lib64/libcudart.so=1"
+            "\nfile:lib64/stubs/libcuda.so=1\nreal:lib64/stubs/libcuda.so=/cuda/stub.so"
+            "\ndriver_real=/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06"
+        },
+        (
+            False,
+            "stubs/libcuda.so resolves to /cuda/stub.so, not the driver's "
+            "/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06 (fix: provision --tags links)",
+        ),
+    ),
     (
         verdict_server_pid,
         {"server": "state=S"},
