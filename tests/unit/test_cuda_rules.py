@@ -227,6 +227,21 @@ def fake_container(tmp_path_factory) -> dict:
     return {"venv": venv, "ch": ch, "stray": stray, "text": text, "facts": parse_toolchain(text)}
 
 
+def test_flashinfer_extra_cudaflags_are_scanned_for_stray_headers(tmp_path):
+    # flashinfer passes them to its JIT nvcc: an -I there (attached, as users write it)
+    # brings in another toolkit's headers as surely as CPATH does.
+    venv = _fake_venv(tmp_path)
+    _fake_cuda_home(next(venv.glob("lib/python3*")))
+    stray = tmp_path / "stray12" / "include"
+    _write(stray / "cuda_runtime_api.h", CUDA_RUNTIME_API_H.replace("13000", "12080"))
+    env = {
+        "PATH": f"{_fake_bin(tmp_path)}:/usr/bin:/bin",
+        "FLASHINFER_EXTRA_CUDAFLAGS": f"-O2 -I{stray}",
+    }
+    facts = parse_toolchain(run_snippet(toolchain_snippet(str(venv), None, env)))
+    assert facts.stray_origins == {str(stray): "FLASHINFER_EXTRA_CUDAFLAGS"}
+
+
 # --- the snippet, run under dash against the fake container -----------------
 
 
