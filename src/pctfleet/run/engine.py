@@ -657,10 +657,10 @@ class ContainerEngine:
             return {**_skipped(false), **base}, ""
         plan, status, registered = self._attempts(task, scope, key, remaining, where)
         self._after(task, registered)
-        said = str(registered.get("msg") or plan.msg or "")
+        said = registered.get("msg") or plan.msg or ""
         if REGISTRY[task.module].registers_msg or status == "failed":
-            registered["msg"] = registered.get("msg") or plan.msg or ""
-        return {**registered, **base}, said
+            registered["msg"] = said
+        return {**registered, **base}, str(said)
 
     def _shown_item(self, task: Any, entry: dict, said: str, scope: dict, where: str) -> dict:
         """An item as output shows it: its `label` (or the item), status and message."""
